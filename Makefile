@@ -1,0 +1,51 @@
+# The gateway's commands. On a fresh machine `make demo` and `make test` do
+# all the set-up themselves (wasm target, pinned npm tools).
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+CARGO ?= cargo
+NODE_STAMP := node_modules/.installed
+
+.PHONY: setup worker test lint demo bench deploy-local fuzz clean
+
+## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
+setup: $(NODE_STAMP)
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown \
+	  || rustup target add wasm32-unknown-unknown
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## worker: build dist/gateway.wasm (GATEWAY_CONFIG=other.toml to change the config)
+worker: setup
+	bash build/worker.sh
+
+## test: every test: unit, integration through the real module, end to end
+test: worker
+	$(CARGO) test --workspace --release
+	bash scripts/test-extra.sh
+
+## lint: formatting and clippy, warnings as errors
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
+demo: worker
+	bash scripts/demo.sh
+
+## bench: criterion and the side-by-side comparisons; writes docs/PERFORMANCE.md
+bench: worker
+	bash benches/run.sh
+
+## deploy-local: the module on workerd on loopback (Ctrl-C stops it)
+deploy-local: worker
+	bash deploy/workerd/run.sh
+
+## fuzz: each fuzz target for a set time (FUZZ_SECONDS, default 60)
+fuzz: setup
+	bash fuzz/run.sh
+
+clean:
+	$(CARGO) clean
+	rm -rf dist

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds dist/gateway.wasm: the worker as a size-profiled cdylib, trimmed with
+# wasm-opt -Oz, then checked against the size budget and for imports.
+#
+# Environment:
+#   GATEWAY_CONFIG  the gateway config to compile in (default: gateway.toml)
+#   BUDGET_BYTES    the size budget (default: 184320, i.e. 180 KiB)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+budget=${BUDGET_BYTES:-184320}
+raw=target/wasm32-unknown-unknown/wasm/worker.wasm
+out=dist/gateway.wasm
+wasm_opt=node_modules/.bin/wasm-opt
+
+if [ ! -x "$wasm_opt" ]; then
+  echo "error: $wasm_opt is missing; run 'make setup' (it runs npm ci)" >&2
+  exit 1
+fi
+
+echo "==> cargo worker-wasm (profile 'wasm': opt-level z, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
+cargo worker-wasm --quiet
+
+mkdir -p dist
+cp "$raw" dist/gateway.raw.wasm
+# The features rustc enables by default for wasm32-unknown-unknown; wasmtime
+# and V8 (workerd, Node.js) support all of them.
+features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
+  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
+echo "==> wasm-opt -Oz ($("$wasm_opt" --version))"
+"$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
+
+node build/check-module.mjs "$out" "$budget" "$(stat -c %s dist/gateway.raw.wasm)"

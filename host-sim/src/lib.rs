@@ -1,0 +1,1 @@
+//! The wasmtime host (to come).

@@ -1,0 +1,159 @@
+//! The host-module contract: the exports a host calls, and the one place
+//! that touches the module's static memory. See `ABI.md` for the contract
+//! itself; this file implements it.
+//!
+//! [`Instance`] is the whole state of a module instance, safe and testable
+//! natively. On wasm32 the exports wrap one static `Instance`.
+
+use crate::config::{COMPILED, Config};
+use crate::gateway;
+use crate::reject::Rejection;
+use crate::response::OUTPUT_CAPACITY;
+
+/// The contract version; a host refuses a module whose version it does not know.
+pub const ABI_VERSION: u32 = 1;
+
+/// The input buffer's size: the largest request head the module accepts.
+pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
+
+/// The arena's size: the output buffer plus the decoded JOSE header and claims
+/// (each at most 192 bytes, since the token is at most 256).
+pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + 1024;
+
+/// Everything an instance holds: the input buffer, the request arena (whose
+/// first bytes are the output buffer), and the length of the last answer.
+pub struct Instance {
+    input: [u8; INPUT_CAPACITY],
+    scratch: [u8; SCRATCH_CAPACITY],
+    output_len: usize,
+}
+
+impl Instance {
+    /// A zeroed instance (in wasm it lives in `.bss`, so it costs no bytes of module).
+    pub const fn new() -> Self {
+        Instance { input: [0; INPUT_CAPACITY], scratch: [0; SCRATCH_CAPACITY], output_len: 0 }
+    }
+
+    /// The buffer the host writes the request head into.
+    pub fn input_mut(&mut self) -> &mut [u8; INPUT_CAPACITY] {
+        &mut self.input
+    }
+
+    /// Decides the request whose head fills the first `len` bytes of the
+    /// input buffer. A `len` beyond the buffer means the head did not fit:
+    /// the answer is 431 without reading the buffer.
+    pub fn handle(&mut self, len: u32, now: f64, config: &Config<'_>) -> u32 {
+        let answer = match self.input.get(..len as usize) {
+            Some(head) => gateway::handle(head, now, config, &mut self.scratch),
+            None => gateway::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
+        };
+        self.output_len = answer.output.len();
+        u32::from(answer.status)
+    }
+
+    /// The last answer's output: the first `output_len` bytes of the arena.
+    pub fn output(&self) -> &[u8] {
+        &self.scratch[..self.output_len]
+    }
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The compiled-in configuration, which the exports use.
+pub fn compiled_config() -> &'static Config<'static> {
+    &COMPILED
+}
+
+#[cfg(target_arch = "wasm32")]
+mod exports {
+    //! The wasm exports. This is the crate's only `unsafe`.
+    #![allow(unsafe_code)]
+
+    use super::{ABI_VERSION, INPUT_CAPACITY, Instance, compiled_config};
+
+    static mut INSTANCE: Instance = Instance::new();
+
+    /// The instance behind the exports.
+    fn instance() -> &'static mut Instance {
+        // SAFETY: wasm32-unknown-unknown without the atomics feature runs one
+        // thread per instance, and the module imports nothing, so no export
+        // can run while another is running. Each export takes this reference,
+        // uses it, and drops it before returning, so at most one reference to
+        // INSTANCE exists at a time. The host writes into the input buffer
+        // only between calls.
+        unsafe { &mut *core::ptr::addr_of_mut!(INSTANCE) }
+    }
+
+    /// The contract version (`ABI.md`).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn abi_version() -> u32 {
+        ABI_VERSION
+    }
+
+    /// Where the host writes the request head.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn input_ptr() -> *mut u8 {
+        instance().input_mut().as_mut_ptr()
+    }
+
+    /// How many bytes the input buffer holds.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn input_capacity() -> u32 {
+        INPUT_CAPACITY as u32
+    }
+
+    /// Decides the request of `len` bytes at `input_ptr()`, at Unix time
+    /// `now` (seconds), and returns the status.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn handle(len: u32, now: f64) -> u32 {
+        instance().handle(len, now, compiled_config())
+    }
+
+    /// Where the last answer's output starts.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn output_ptr() -> *const u8 {
+        instance().output().as_ptr()
+    }
+
+    /// How long the last answer's output is.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn output_len() -> u32 {
+        instance().output().len() as u32
+    }
+
+    #[cfg(not(test))]
+    #[panic_handler]
+    fn on_panic(_: &core::panic::PanicInfo<'_>) -> ! {
+        // A panic is a bug; trapping lets the host answer 500 and carry on.
+        core::arch::wasm32::unreachable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_longer_than_the_input_buffer_is_431_without_reading() {
+        let mut instance = std::boxed::Box::new(Instance::new());
+        let status = instance.handle(INPUT_CAPACITY as u32 + 1, 1.8e9, compiled_config());
+        assert_eq!(status, 431);
+        assert!(instance.output().starts_with(b"invalid_request\nrequest head too large\n"));
+    }
+
+    #[test]
+    fn an_instance_answers_request_after_request() {
+        let mut instance = std::boxed::Box::new(Instance::new());
+        let head = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+        for _ in 0..3 {
+            instance.input_mut()[..head.len()].copy_from_slice(head);
+            assert_eq!(instance.handle(head.len() as u32, 1.8e9, compiled_config()), 401);
+            assert!(instance.output().starts_with(b"\nbearer token required\n"));
+        }
+        assert_eq!(instance.handle(0, 1.8e9, compiled_config()), 400);
+    }
+}

@@ -1,0 +1,366 @@
+//! The request path end to end: parse, split, verify, check claims, route,
+//! respond. Each phase is a module of its own; this one only runs them in
+//! order and turns the outcome into an answer.
+
+use crate::arena::Arena;
+use crate::claims::{self, Grant};
+use crate::config::Config;
+use crate::reject::Rejection;
+use crate::request::{self, TokenBuf};
+use crate::response::{self, OUTPUT_CAPACITY, Output};
+use crate::{header, jws, signature};
+
+/// The largest clock value accepted: 2^53, the last integer a JavaScript
+/// number holds exactly.
+pub const MAX_CLOCK_SECS: f64 = 9_007_199_254_740_992.0;
+
+/// The module's answer to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer<'a> {
+    /// 200 to forward; otherwise the status to answer with.
+    pub status: u16,
+    /// The decision in the output format of `ABI.md`.
+    pub output: &'a [u8],
+}
+
+/// Decides one request. `now` is Unix seconds from the host's clock;
+/// `scratch` is the request's arena, reset by this call. The output is
+/// always the first bytes of `scratch`.
+pub fn handle<'a>(head: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
+    let mut arena = Arena::new(scratch);
+    let Ok(out) = arena.alloc(OUTPUT_CAPACITY) else {
+        return Answer { status: 500, output: &[] };
+    };
+    let outcome = clock(now).and_then(|now| authorize(head, now, config, &mut arena));
+    respond(outcome, config, out)
+}
+
+/// Answers `rejection` without looking at a request (for checks the host
+/// contract makes before the request path runs, such as the head's size).
+pub fn reject<'a>(rejection: Rejection, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
+    match scratch.get_mut(..OUTPUT_CAPACITY) {
+        Some(out) => respond(Err(rejection), config, out),
+        None => Answer { status: 500, output: &[] },
+    }
+}
+
+/// Runs the phases that decide whether and where a request goes.
+pub fn authorize<'c, 'a>(
+    head: &[u8],
+    now: u64,
+    config: &Config<'c>,
+    arena: &mut Arena<'a>,
+) -> Result<Grant<'c, 'a>, Rejection> {
+    let mut token = TokenBuf::new();
+    request::extract_bearer(head, &mut token)?;
+    let parts = jws::split(token.as_bytes())?;
+    let header_json = jws::decode(parts.header, arena)?;
+    let key = header::select_key(header_json, config.keys)?;
+    let tag = jws::decode_signature(parts.signature)?;
+    signature::verify(key.secret, parts.signing_input, &tag)?;
+    let claims_json = jws::decode(parts.payload, arena)?;
+    claims::check(claims_json, now, config)
+}
+
+/// Converts the host's clock to whole seconds, refusing nonsense.
+pub fn clock(now: f64) -> Result<u64, Rejection> {
+    if (0.0..=MAX_CLOCK_SECS).contains(&now) {
+        // In range and not NaN, so the cast truncates toward zero: floor.
+        Ok(now as u64)
+    } else {
+        Err(Rejection::InvalidClock)
+    }
+}
+
+fn respond<'a>(
+    outcome: Result<Grant<'_, '_>, Rejection>,
+    config: &Config<'_>,
+    out: &'a mut [u8],
+) -> Answer<'a> {
+    let mut writer = Output::new(&mut *out);
+    let (status, written) = match outcome {
+        Ok(grant) => (200, response::write_grant(&mut writer, &grant)),
+        Err(rejection) => {
+            (rejection.status(), response::write_rejection(&mut writer, rejection, config.realm))
+        }
+    };
+    let len = writer.written();
+    let out: &'a [u8] = out;
+    match written {
+        Ok(()) => Answer { status, output: &out[..len] },
+        Err(_) => Answer { status: 500, output: &[] },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Key, Route};
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use hmac::{Hmac, KeyInit, Mac};
+    use std::string::String;
+
+    const NOW: u64 = 1_800_000_000;
+    const SECRET: &[u8] = b"test-key-0123456789abcdef0123456789";
+    const CONFIG: Config<'static> = Config {
+        realm: "gw",
+        issuer: Some("iss"),
+        leeway_secs: 0,
+        keys: &[
+            Key { kid: "k1", secret: SECRET },
+            Key { kid: "k2", secret: b"another-key-0123456789abcdef01234" },
+        ],
+        routes: &[
+            Route { audience: "a", upstream: "http://a" },
+            Route { audience: "b", upstream: "http://b" },
+        ],
+    };
+
+    fn b64(bytes: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn sign(secret: &[u8], signing_input: &str) -> String {
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).expect("any key length");
+        mac.update(signing_input.as_bytes());
+        b64(&mac.finalize().into_bytes())
+    }
+
+    fn token(header: &str, claims: &str) -> String {
+        let input = std::format!("{}.{}", b64(header.as_bytes()), b64(claims.as_bytes()));
+        std::format!("{input}.{}", sign(SECRET, &input))
+    }
+
+    fn valid_claims() -> String {
+        std::format!(r#"{{"iss":"iss","sub":"alice","aud":"b","exp":{}}}"#, NOW + 60)
+    }
+
+    const HEADER: &str = r#"{"alg":"HS256","typ":"JWT","kid":"k1"}"#;
+
+    fn request(token: &str) -> String {
+        std::format!("POST /v1/orders?x=1 HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n")
+    }
+
+    fn decide(head: &str) -> (u16, String) {
+        let mut scratch = [0u8; 4096];
+        let answer = handle(head.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+        (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
+    }
+
+    fn rejection_of(head: &str) -> Option<Rejection> {
+        let (status, output) = decide(head);
+        let reason = output.split('\n').nth(1)?;
+        let found = Rejection::ALL.into_iter().find(|r| r.reason() == reason)?;
+        assert_eq!(found.status(), status);
+        Some(found)
+    }
+
+    #[test]
+    fn a_valid_token_is_forwarded_with_its_subject() {
+        assert_eq!(decide(&request(&token(HEADER, &valid_claims()))), (200, "http://b\nalice".into()));
+    }
+
+    #[test]
+    fn rfc7515_a1_vector_verifies_and_then_expires() {
+        // RFC 7515 appendix A.1: HS256 with a 64-byte key, no kid, CRLF in the JSON.
+        let text = std::fs::read_to_string(std::format!(
+            "{}/../../shared/vectors/rfc7515-a1-hs256.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("vector file");
+        let vector: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let secret = URL_SAFE_NO_PAD.decode(vector["jwk_k_base64url"].as_str().expect("k")).expect("b64");
+        let compact = vector["compact"].as_str().expect("compact");
+        let keys = [Key { kid: "unused", secret: &secret }];
+        let config = Config { issuer: Some("joe"), keys: &keys, ..CONFIG };
+        let head = request(compact);
+        let mut scratch = [0u8; 4096];
+        let mut arena = crate::arena::Arena::new(&mut scratch);
+        // Before exp the signature and claims check out; the vector has no aud.
+        let before = authorize(head.as_bytes(), 1_300_819_000, &config, &mut arena);
+        assert_eq!(before.map(|_| ()), Err(Rejection::MissingAudience));
+        let mut arena = crate::arena::Arena::new(&mut scratch);
+        let now = authorize(head.as_bytes(), NOW, &config, &mut arena);
+        assert_eq!(now.map(|_| ()), Err(Rejection::Expired));
+        let mut forged = String::from(compact);
+        forged.pop();
+        forged.push('Y');
+        let mut arena = crate::arena::Arena::new(&mut scratch);
+        let forged = authorize(request(&forged).as_bytes(), 1_300_819_000, &config, &mut arena);
+        assert_eq!(forged.map(|_| ()), Err(Rejection::BadSignature));
+    }
+
+    #[test]
+    fn every_rejection_the_request_path_can_produce() {
+        let good = token(HEADER, &valid_claims());
+        let (h, p, s) = {
+            let mut parts = good.split('.');
+            (parts.next().expect("h"), parts.next().expect("p"), parts.next().expect("s"))
+        };
+        let exp_ok = NOW + 60;
+        let claims = |body: &str| token(HEADER, body);
+        let cases: std::vec::Vec<(&str, String, Rejection)> = std::vec![
+            ("garbage head", "NOT HTTP\r\n\r\n".into(), Rejection::MalformedRequest),
+            ("truncated head", request(&good).replace("\r\n\r\n", "\r\n"), Rejection::IncompleteRequest),
+            (
+                "too many headers",
+                std::format!("GET / HTTP/1.1\r\n{}\r\n", "A: b\r\n".repeat(65)),
+                Rejection::TooManyHeaders
+            ),
+            (
+                "no authorization",
+                "GET / HTTP/1.1\r\nHost: gw\r\n\r\n".into(),
+                Rejection::MissingAuthorization
+            ),
+            (
+                "basic scheme",
+                "GET / HTTP/1.1\r\nAuthorization: Basic YTpi\r\n\r\n".into(),
+                Rejection::UnsupportedScheme
+            ),
+            (
+                "two authorization headers",
+                request(&good).replace("\r\n\r\n", &std::format!("\r\nAuthorization: Bearer {good}\r\n\r\n")),
+                Rejection::DuplicateAuthorization
+            ),
+            (
+                "tab after scheme",
+                request(&good).replace("Bearer ", "Bearer\t"),
+                Rejection::MalformedAuthorization
+            ),
+            ("token over 256 bytes", request(&"a".repeat(257)), Rejection::TokenTooLong),
+            ("one dot", request(&std::format!("{h}.{p}")), Rejection::MalformedToken),
+            ("three dots", request(&std::format!("{h}.{p}.{s}.{s}")), Rejection::MalformedToken),
+            ("padding", request(&std::format!("{h}.{p}.{s}=")), Rejection::BadEncoding),
+            ("padding inside", request(&std::format!("{h}=.{p}.{s}")), Rejection::MalformedAuthorization),
+            ("bad base64 header", request(&std::format!("a.{p}.{s}")), Rejection::BadEncoding),
+            (
+                "header not JSON",
+                request(&std::format!("{}.{p}.{s}", b64(b"nope"))),
+                Rejection::MalformedHeader
+            ),
+            (
+                "alg none",
+                request(&token(r#"{"alg":"none"}"#, &valid_claims())),
+                Rejection::UnsupportedAlgorithm
+            ),
+            (
+                "alg None",
+                request(&token(r#"{"alg":"None"}"#, &valid_claims())),
+                Rejection::UnsupportedAlgorithm
+            ),
+            (
+                "alg RS256",
+                request(&token(r#"{"alg":"RS256"}"#, &valid_claims())),
+                Rejection::UnsupportedAlgorithm
+            ),
+            (
+                "alg HS512",
+                request(&token(r#"{"alg":"HS512"}"#, &valid_claims())),
+                Rejection::UnsupportedAlgorithm
+            ),
+            (
+                "typ JOSE",
+                request(&token(r#"{"alg":"HS256","typ":"JOSE","kid":"k1"}"#, &valid_claims())),
+                Rejection::UnsupportedType
+            ),
+            (
+                "crit",
+                request(&token(r#"{"alg":"HS256","kid":"k1","crit":["b64"]}"#, &valid_claims())),
+                Rejection::CriticalHeader
+            ),
+            (
+                "unknown kid",
+                request(&token(r#"{"alg":"HS256","kid":"k9"}"#, &valid_claims())),
+                Rejection::UnknownKey
+            ),
+            (
+                "no kid, two keys",
+                request(&token(r#"{"alg":"HS256"}"#, &valid_claims())),
+                Rejection::KeyIdRequired
+            ),
+            ("empty signature", request(&std::format!("{h}.{p}.")), Rejection::MissingSignature),
+            (
+                "bad signature",
+                request(&std::format!("{h}.{p}.{}", sign(b"wrong key", "x"))),
+                Rejection::BadSignature
+            ),
+            ("truncated signature", request(&std::format!("{h}.{p}.{}", &s[..20])), Rejection::BadSignature),
+            (
+                "other key's signature",
+                request(&token(r#"{"alg":"HS256","kid":"k2"}"#, &valid_claims())),
+                Rejection::BadSignature
+            ),
+            ("claims not JSON", request(&claims("{")), Rejection::MalformedClaims),
+            (
+                "duplicate claim",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"b","exp":{exp_ok},"exp":{exp_ok}}}"#))),
+                Rejection::MalformedClaims
+            ),
+            (
+                "escaped aud",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"\u0062","exp":{exp_ok}}}"#))),
+                Rejection::EscapedString
+            ),
+            ("no exp", request(&claims(r#"{"iss":"iss","aud":"b"}"#)), Rejection::MissingExpiry),
+            (
+                "expired",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"b","exp":{}}}"#, NOW - 1))),
+                Rejection::Expired
+            ),
+            (
+                "nbf in the future",
+                request(&claims(&std::format!(
+                    r#"{{"iss":"iss","aud":"b","exp":{exp_ok},"nbf":{}}}"#,
+                    NOW + 1
+                ))),
+                Rejection::NotYetValid
+            ),
+            (
+                "wrong iss",
+                request(&claims(&std::format!(r#"{{"iss":"other","aud":"b","exp":{exp_ok}}}"#))),
+                Rejection::WrongIssuer
+            ),
+            (
+                "no aud",
+                request(&claims(&std::format!(r#"{{"iss":"iss","exp":{exp_ok}}}"#))),
+                Rejection::MissingAudience
+            ),
+            (
+                "aud with no route",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"zzz","exp":{exp_ok}}}"#))),
+                Rejection::NoRoute
+            ),
+            (
+                "sub not header-safe",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"b","sub":"zoë","exp":{exp_ok}}}"#))),
+                Rejection::SubjectNotHeaderSafe
+            ),
+        ];
+        for (name, head, expected) in cases {
+            assert_eq!(rejection_of(&head), Some(expected), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_clock_must_be_sane() {
+        let head = request(&token(HEADER, &valid_claims()));
+        for now in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            let mut scratch = [0u8; 4096];
+            let answer = handle(head.as_bytes(), now, &CONFIG, &mut scratch);
+            assert_eq!(answer.status, 500, "{now}");
+        }
+        assert_eq!(clock(1_800_000_000.9), Ok(1_800_000_000));
+        assert_eq!(clock(MAX_CLOCK_SECS), Ok(1 << 53));
+    }
+
+    #[test]
+    fn a_small_scratch_region_is_a_500_not_a_panic() {
+        let head = request(&token(HEADER, &valid_claims()));
+        for size in [0, 10, OUTPUT_CAPACITY, OUTPUT_CAPACITY + 20] {
+            let mut scratch = std::vec![0u8; size];
+            let answer = handle(head.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+            assert_eq!(answer.status, 500, "scratch of {size} bytes");
+        }
+    }
+}
