@@ -1,0 +1,1 @@
+//! Attack corpus and differential tests of the gateway module (see tests/).
