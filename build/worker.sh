@@ -18,6 +18,10 @@ if [ ! -x "$wasm_opt" ]; then
   exit 1
 fi
 
+config=${GATEWAY_CONFIG:-gateway.toml}
+cargo run --quiet --release -p gateway-config --bin check-config -- "$config"
+export GATEWAY_CONFIG="$config"
+
 echo "==> cargo worker-wasm (profile 'wasm': opt-level z, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
 cargo worker-wasm --quiet
 
