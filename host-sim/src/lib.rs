@@ -1,1 +1,40 @@
-//! The wasmtime host (to come).
+//! The wasmtime host that plays the edge runtime for the gateway module
+//! (`dist/gateway.wasm`, contract in `worker/ABI.md`).
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`engine`] | the engine's configuration, loading `.wasm` (JIT) or `.cwasm`, the epoch ticker |
+//! | [`instance`] | the contract check, `InstancePre`, per-Store limits, deciding a request (fresh or reused instance) |
+//! | [`decision`] | the module's output parsed into a [`decision::Decision`] |
+//! | [`error`] | [`error::LoadError`] (refuse to start) and [`error::GuestError`] (500/503 for one request) |
+//! | [`tokens`] | HS256 token minting and request heads |
+//! | [`corpus`] | the seeded realistic request mix |
+//! | [`compile`], [`eval`], [`bench`], [`serve`], [`echo`], [`mint`] | the commands |
+//! | [`listen`], [`upstream`] | HTTP server plumbing and forwarding upstream |
+//!
+//! Deciding requests from Rust:
+//!
+//! ```no_run
+//! use host_sim::engine::{EngineOptions, ModuleSource};
+//! use host_sim::instance::{Reusable, Runtime};
+//! use host_sim::decision::Decision;
+//! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 2)?;
+//! let outcome = runtime.decide_fresh(b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n", 1.8e9);
+//! assert_eq!(outcome.map(|d| d.status()), Ok(401));
+//! # Ok::<(), host_sim::error::LoadError>(())
+//! ```
+
+pub mod bench;
+pub mod compile;
+pub mod corpus;
+pub mod decision;
+pub mod echo;
+pub mod engine;
+pub mod error;
+pub mod eval;
+pub mod instance;
+pub mod listen;
+pub mod mint;
+pub mod serve;
+pub mod tokens;
+pub mod upstream;

@@ -83,11 +83,14 @@ fn bearer_credentials(value: &[u8]) -> Result<&[u8], Rejection> {
         Some(start) if rest.first() == Some(&b' ') => &rest[start..],
         _ => return Err(Rejection::MalformedAuthorization),
     };
-    if token.len() > TOKEN_CAPACITY {
-        return Err(Rejection::TokenTooLong);
-    }
+    // Characters first: a runtime that joins repeated headers with ", "
+    // (workerd, fetch) turns two tokens into one long value, which is a
+    // malformed request (400), not a long token.
     if !is_b64token(token) {
         return Err(Rejection::MalformedAuthorization);
+    }
+    if token.len() > TOKEN_CAPACITY {
+        return Err(Rejection::TokenTooLong);
     }
     Ok(token)
 }
@@ -140,6 +143,7 @@ mod tests {
         two_authorization_headers: "GET / HTTP/1.1\r\nAuthorization: Bearer a\r\nauthorization: Bearer a\r\n\r\n" => Err(Rejection::DuplicateAuthorization);
         token_of_256_bytes_fits: with_auth(&std::format!("Bearer {}", "a".repeat(256))) => Ok(std::vec![b'a'; 256]);
         token_of_257_bytes: with_auth(&std::format!("Bearer {}", "a".repeat(257))) => Err(Rejection::TokenTooLong);
+        joined_duplicates_are_malformed: with_auth(&std::format!("Bearer {0}, Bearer {0}", "a".repeat(200))) => Err(Rejection::MalformedAuthorization);
         truncated_head: "GET / HTTP/1.1\r\nAuthorization: Bearer a.b.c\r\n" => Err(Rejection::IncompleteRequest);
         truncated_request_line: "GET / HT" => Err(Rejection::IncompleteRequest);
         empty_head: "" => Err(Rejection::IncompleteRequest);

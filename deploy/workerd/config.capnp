@@ -1,0 +1,38 @@
+# workerd configuration: the gateway Worker on loopback.
+#
+#   node_modules/.bin/workerd serve deploy/workerd/config.capnp \
+#     --socket-addr http=127.0.0.1:8787
+#
+# (deploy/workerd/run.sh does this; `make deploy-local` runs it.)
+# Schema: node_modules/workerd/workerd.capnp.
+using Workerd = import "/workerd/workerd.capnp";
+
+const config :Workerd.Config = (
+  services = [
+    (name = "gateway", worker = .gatewayWorker),
+    # Outbound fetch() for the forwarded requests. workerd's default
+    # "internet" service reaches public addresses only (SSRF protection);
+    # the demo routes and the tests' upstreams are on 127.0.0.1, so this one
+    # also allows private and local addresses. In a real deployment, narrow
+    # it to the upstreams' networks (CIDR entries in `allow`).
+    (name = "upstreams", network = (allow = ["public", "private", "local"])),
+  ],
+  sockets = [
+    # Override with --socket-addr http=HOST:PORT.
+    (name = "http", address = "127.0.0.1:8787", http = (), service = "gateway"),
+  ],
+);
+
+const gatewayWorker :Workerd.Worker = (
+  modules = [
+    (name = "worker.mjs", esModule = embed "worker.mjs"),
+    (name = "gateway.mjs", esModule = embed "gateway.mjs"),
+    (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
+  ],
+  compatibilityDate = "2026-11-01",
+  bindings = [
+    # Optional "FROM=TO[,FROM=TO]" upstream base URL mapping (tests); null when unset.
+    (name = "UPSTREAM_OVERRIDE", fromEnvironment = "GATEWAY_UPSTREAM_OVERRIDE"),
+  ],
+  globalOutbound = "upstreams",
+);

@@ -1,0 +1,286 @@
+// Test support: tokens signed with the demo key, an echo upstream, raw HTTP
+// requests, and bounded start/stop of the servers under test (workerd,
+// host-sim serve). Loopback only.
+import { spawn, spawnSync } from "node:child_process";
+import { createHmac } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import net from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const WASM = join(ROOT, "dist", "gateway.wasm");
+export const WORKERD = join(ROOT, "node_modules", ".bin", "workerd");
+export const WORKERD_CONFIG = join(ROOT, "deploy", "workerd", "config.capnp");
+export const HOST_SIM = join(ROOT, "target", "release", "host-sim");
+
+/** The demo key, issuer and routes from gateway.toml (a minimal reader for this file's shape). */
+export function readGatewayConfig(path = join(ROOT, "gateway.toml")) {
+  const text = readFileSync(path, "utf8");
+  const tables = text.split(/^\s*\[\[/m).slice(1);
+  const field = (table, name) => {
+    const m = table.match(new RegExp(`^\\s*${name}\\s*=\\s*"([^"]*)"`, "m"));
+    return m ? m[1] : undefined;
+  };
+  const keys = tables.filter((t) => t.startsWith("keys]]")).map((t) => ({ kid: field(t, "kid"), demo: field(t, "demo") }));
+  const demo = keys.find((k) => k.demo !== undefined);
+  if (!demo) throw new Error(`${path}: no [[keys]] entry with an inline demo key`);
+  const routes = tables
+    .filter((t) => t.startsWith("routes]]"))
+    .map((t) => ({ aud: field(t, "aud"), upstream: field(t, "upstream") }));
+  const head = text.split(/^\s*\[\[/m)[0];
+  return { kid: demo.kid, key: Buffer.from(demo.demo, "utf8"), issuer: field(head, "issuer"), routes };
+}
+
+const b64url = (buf) => Buffer.from(buf).toString("base64url");
+
+/** A compact HS256 JWS over `claims` (an object or a raw JSON string). */
+export function mintToken(key, claims, header = { alg: "HS256", typ: "JWT", kid: "demo" }) {
+  const part = (v) => b64url(typeof v === "string" ? v : JSON.stringify(v));
+  const signingInput = `${part(header)}.${part(claims)}`;
+  return `${signingInput}.${b64url(createHmac("sha256", key).update(signingInput).digest())}`;
+}
+
+/** A port the kernel just handed out on 127.0.0.1 (free now; a race is retried by the caller). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+export function portOpen(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: "127.0.0.1", port });
+    sock.once("connect", () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once("error", () => resolve(false));
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * An echo upstream: one HTTP server per named route, each on its own port,
+ * answering 200 with a JSON record of what it received. `ports` maps a route
+ * name to a port (0 for an ephemeral one).
+ */
+export async function startEcho(ports) {
+  const servers = [];
+  const addresses = {};
+  for (const [route, port] of Object.entries(ports)) {
+    const server = createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const record = {
+          route,
+          method: req.method,
+          target: req.url,
+          host: req.headers.host ?? null,
+          authorization: req.headers.authorization ?? null,
+          subject: req.headers["x-gateway-subject"] ?? null,
+          body: Buffer.concat(chunks).toString("latin1"),
+          headers: req.headers,
+        };
+        const json = JSON.stringify(record);
+        res.writeHead(200, { "content-type": "application/json", "x-echo": route });
+        res.end(req.method === "HEAD" ? undefined : json);
+      });
+    });
+    server.keepAliveTimeout = 1000;
+    await new Promise((resolve, reject) => {
+      server.once("error", (e) =>
+        reject(e.code === "EADDRINUSE" ? new Error(`echo upstream: 127.0.0.1:${port} is already in use`) : e),
+      );
+      server.listen(port, "127.0.0.1", resolve);
+    });
+    servers.push(server);
+    addresses[route] = `http://127.0.0.1:${server.address().port}`;
+  }
+  return {
+    addresses,
+    close: () =>
+      Promise.all(
+        servers.map(
+          (s) =>
+            new Promise((r) => {
+              s.closeAllConnections?.();
+              s.close(() => r());
+            }),
+        ),
+      ),
+  };
+}
+
+/**
+ * Sends raw request bytes on a fresh connection and reads the whole response
+ * (the request asks for Connection: close). Resolves to { status, headers,
+ * body } or, when the server hangs up without an answer, { status: 0 }.
+ * Bounded by `timeoutMs`.
+ */
+export function rawRequest(port, bytes, timeoutMs = 10000) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: "127.0.0.1", port });
+    const chunks = [];
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no complete answer from 127.0.0.1:${port} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    sock.on("data", (c) => chunks.push(c));
+    sock.on("error", () => {}); // a reset after the answer is fine; judged on close
+    sock.on("close", () => {
+      clearTimeout(timer);
+      resolve(parseResponse(Buffer.concat(chunks)));
+    });
+    sock.write(bytes);
+  });
+}
+
+function parseResponse(buf) {
+  const end = buf.indexOf("\r\n\r\n");
+  if (end < 0) return { status: 0, headers: {}, body: "", raw: buf.toString("latin1") };
+  const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
+  const status = Number(lines[0].split(" ")[1]);
+  const headers = {};
+  for (const line of lines.slice(1)) {
+    const colon = line.indexOf(":");
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  let body = buf.subarray(end + 4);
+  if (/chunked/i.test(headers["transfer-encoding"] ?? "")) body = dechunk(body);
+  return { status, headers, body: body.toString("latin1") };
+}
+
+function dechunk(buf) {
+  const out = [];
+  let at = 0;
+  for (;;) {
+    const lineEnd = buf.indexOf("\r\n", at);
+    if (lineEnd < 0) break;
+    const size = parseInt(buf.subarray(at, lineEnd).toString("latin1"), 16);
+    if (!(size > 0)) break;
+    out.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
+  return Buffer.concat(out);
+}
+
+/**
+ * A child process with its output kept (for failure messages), killed by
+ * `stop()` (SIGTERM, then SIGKILL after a grace period). Children are also
+ * killed if the test process exits.
+ */
+export function startProcess(command, args, options = {}) {
+  // Its own process group, so stop() also ends any child it starts (an npm
+  // wrapper around workerd's binary, say).
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true, ...options });
+  const signal = (sig) => {
+    try {
+      process.kill(-child.pid, sig);
+    } catch {
+      child.kill(sig);
+    }
+  };
+  const log = [];
+  const keep = (c) => {
+    log.push(c.toString());
+    if (log.length > 200) log.shift();
+  };
+  child.stdout.on("data", keep);
+  child.stderr.on("data", keep);
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  let exitInfo = null;
+  exited.then((info) => (exitInfo = info));
+  const killOnExit = () => signal("SIGKILL");
+  process.once("exit", killOnExit);
+  return {
+    child,
+    output: () => log.join(""),
+    exited: () => exitInfo,
+    async stop() {
+      process.removeListener("exit", killOnExit);
+      if (exitInfo) return exitInfo;
+      signal("SIGTERM");
+      const timer = setTimeout(() => signal("SIGKILL"), 3000);
+      const info = await exited;
+      clearTimeout(timer);
+      return info;
+    },
+  };
+}
+
+/** Waits (bounded) until 127.0.0.1:port accepts connections, or the process exits. */
+export async function waitForPort(proc, port, what, timeoutMs = 60000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc.exited()) throw new Error(`${what} exited early (${JSON.stringify(proc.exited())}):\n${proc.output()}`);
+    if (await portOpen(port)) return;
+    await sleep(50);
+  }
+  throw new Error(`${what} did not listen on 127.0.0.1:${port} within ${timeoutMs} ms:\n${proc.output()}`);
+}
+
+/**
+ * workerd serving deploy/workerd/config.capnp on an ephemeral loopback port,
+ * with the given upstream override. Resolves to { port, proc }.
+ */
+export async function startWorkerd(upstreamOverride = "") {
+  if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
+  if (!existsSync(WASM)) throw new Error(`${WASM} is missing: run 'make worker'`);
+  let lastError;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const proc = startProcess(
+      WORKERD,
+      ["serve", WORKERD_CONFIG, "--socket-addr", `http=127.0.0.1:${port}`],
+      { env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride } },
+    );
+    try {
+      await waitForPort(proc, port, "workerd");
+      return { port, proc };
+    } catch (e) {
+      lastError = e;
+      await proc.stop();
+    }
+  }
+  throw lastError;
+}
+
+/** Whether target/release/host-sim is built and has the `serve` command. */
+export function hostSimServeHelp() {
+  if (!existsSync(HOST_SIM)) return null;
+  const r = spawnSync(HOST_SIM, ["serve", "--help"], { encoding: "utf8", timeout: 10000 });
+  return r.status === 0 ? r.stdout : null;
+}
+
+/**
+ * `host-sim serve` on an ephemeral loopback port (`--listen 127.0.0.1:0`);
+ * the port is read from the address it prints. Resolves to { port, proc }.
+ */
+export async function startHostSim(extraArgs = [], timeoutMs = 60000) {
+  const proc = startProcess(HOST_SIM, ["serve", "--listen", "127.0.0.1:0", "--wasm", WASM, ...extraArgs]);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const m = proc.output().match(/127\.0\.0\.1:(\d+)/);
+    if (m && Number(m[1]) !== 0) {
+      const port = Number(m[1]);
+      await waitForPort(proc, port, "host-sim serve", Math.max(1, deadline - Date.now()));
+      return { port, proc };
+    }
+    if (proc.exited()) break;
+    await sleep(50);
+  }
+  const output = proc.output();
+  await proc.stop();
+  throw new Error(`host-sim serve printed no listening address within ${timeoutMs} ms:\n${output}`);
+}

@@ -1,0 +1,197 @@
+// Unit tests of the shim (gateway.mjs) in Node.js, without workerd: the real
+// dist/gateway.wasm for the decisions, and small hand-written modules for the
+// failures the real one never shows (a trap, another ABI version).
+//
+//   node --test deploy/workerd/test/
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import binaryen from "binaryen";
+import { Gateway, parseUpstreamOverride, requestHead, requestTarget } from "../gateway.mjs";
+import { WASM, mintToken, readGatewayConfig, startEcho } from "../harness.mjs";
+
+const config = readGatewayConfig();
+const realModule = new WebAssembly.Module(readFileSync(WASM));
+const now = () => Math.floor(Date.now() / 1000);
+const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now() + 86400, ...claims });
+
+/**
+ * A stand-in module with the ABI's exports: `handle` traps when the head
+ * starts with "TRAP", and otherwise answers 401 "bearer token required".
+ * Each instance counts its calls in a global, so a fresh one starts at 0.
+ */
+function fakeModule(abiVersion = 1) {
+  const answer = '\nbearer token required\nBearer realm="t"\n{"error_description":"bearer token required"}';
+  const watString = [...answer].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
+  const wat = `(module
+    (memory (export "memory") 1)
+    (data (i32.const 2048) "${watString}")
+    (global $calls (mut i32) (i32.const 0))
+    (func (export "abi_version") (result i32) (i32.const ${abiVersion}))
+    (func (export "input_ptr") (result i32) (i32.const 0))
+    (func (export "input_capacity") (result i32) (i32.const 1024))
+    (func (export "calls") (result i32) (global.get $calls))
+    (func (export "handle") (param $len i32) (param $now f64) (result i32)
+      (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
+      (if (i32.eq (i32.load (i32.const 0)) (i32.const 0x50415254)) (then (unreachable)))
+      (i32.const 401))
+    (func (export "output_ptr") (result i32) (i32.const 2048))
+    (func (export "output_len") (result i32) (i32.const ${answer.length})))`;
+  const m = binaryen.parseText(wat);
+  assert.ok(m.validate(), "fixture module validates");
+  const bytes = m.emitBinary();
+  m.dispose();
+  return new WebAssembly.Module(bytes);
+}
+
+describe("request head", () => {
+  test("request line, header fields, blank line, CRLF", () => {
+    const req = new Request("http://gw.example/orders/7?x=1&y", {
+      method: "POST",
+      headers: { authorization: "Bearer abc", "x-one": "1" },
+      body: "ignored",
+    });
+    const head = requestHead(req);
+    assert.match(head, /^POST \/orders\/7\?x=1&y HTTP\/1\.1\r\n/);
+    assert.match(head, /\r\nauthorization: Bearer abc\r\n/);
+    assert.match(head, /\r\nhost: gw\.example\r\n/, "a Host field is always there");
+    assert.ok(head.endsWith("\r\n\r\n"));
+    assert.ok(!head.includes("ignored"), "the body never crosses into the module");
+  });
+
+  test("the target keeps an empty query and the path as sent", () => {
+    assert.equal(requestTarget("http://h:1/a/b?"), "/a/b?");
+    assert.equal(requestTarget("http://h/"), "/");
+    assert.equal(requestTarget("https://h:8443/p?q=%20"), "/p?q=%20");
+  });
+
+  test("upstream override: FROM=TO pairs", () => {
+    assert.deepEqual(parseUpstreamOverride(null), new Map());
+    assert.deepEqual(parseUpstreamOverride(""), new Map());
+    assert.deepEqual(
+      parseUpstreamOverride("http://127.0.0.1:9101=http://127.0.0.1:5000, http://a=http://b"),
+      new Map([
+        ["http://127.0.0.1:9101", "http://127.0.0.1:5000"],
+        ["http://a", "http://b"],
+      ]),
+    );
+    assert.throws(() => parseUpstreamOverride("http://a"), /expected FROM=TO/);
+  });
+});
+
+describe("decisions of the real module", () => {
+  const gateway = new Gateway(realModule);
+
+  test("no token: 401 with a challenge and no error code", async () => {
+    const res = await gateway.fetch(new Request("http://gw/orders"));
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="gateway"');
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.deepEqual(await res.json(), { error_description: "bearer token required" });
+  });
+
+  test("expired token: 401 invalid_token, as ABI.md shows", async () => {
+    const t = mintToken(config.key, { iss: config.issuer, aud: "orders", exp: 1000 });
+    const res = await gateway.fetch(new Request("http://gw/", { headers: { authorization: `Bearer ${t}` } }));
+    assert.equal(res.status, 401);
+    assert.equal(
+      res.headers.get("www-authenticate"),
+      'Bearer realm="gateway", error="invalid_token", error_description="token expired"',
+    );
+    assert.deepEqual(await res.json(), { error: "invalid_token", error_description: "token expired" });
+  });
+
+  test("a head longer than the input buffer: nothing written, the module answers 431", async () => {
+    const instance = gateway.instance;
+    const input = new Uint8Array(instance.memory.buffer, instance.inputPtr, instance.inputCapacity);
+    input.fill(0x5a);
+    const res = await gateway.fetch(new Request("http://gw/", { headers: { "x-big": "a".repeat(instance.inputCapacity) } }));
+    assert.equal(res.status, 431);
+    assert.equal((await res.json()).error, "invalid_request");
+    assert.ok(new Uint8Array(instance.memory.buffer, instance.inputPtr, instance.inputCapacity).every((b) => b === 0x5a));
+  });
+
+  test("a clock the module refuses: 500 without a challenge", async () => {
+    const broken = new Gateway(realModule, { now: () => Number.NaN });
+    const res = await broken.fetch(new Request("http://gw/"));
+    assert.equal(res.status, 500);
+    assert.equal(res.headers.get("www-authenticate"), null);
+    assert.deepEqual(await res.json(), { error_description: "host clock invalid" });
+  });
+});
+
+describe("forwarding", () => {
+  let echo;
+  let gateway;
+  before(async () => {
+    echo = await startEcho({ orders: 0 });
+    const orders = config.routes.find((r) => r.aud === "orders").upstream;
+    gateway = new Gateway(realModule, { upstreamOverride: new Map([[orders, echo.addresses.orders]]) });
+  });
+  after(() => echo.close());
+
+  test("method, path, query and body pass; the token and a client's subject do not", async () => {
+    const req = new Request("http://gw/orders/42?expand=items&x=%2F", {
+      method: "PUT",
+      headers: {
+        authorization: `Bearer ${token({ aud: "orders", sub: "alice" })}`,
+        "x-gateway-subject": "mallory",
+        "x-request-id": "r1",
+      },
+      body: "payload",
+      duplex: "half",
+    });
+    const res = await gateway.fetch(req);
+    assert.equal(res.status, 200);
+    const seen = await res.json();
+    assert.equal(seen.route, "orders");
+    assert.equal(seen.method, "PUT");
+    assert.equal(seen.target, "/orders/42?expand=items&x=%2F");
+    assert.equal(seen.body, "payload");
+    assert.equal(seen.authorization, null);
+    assert.equal(seen.subject, "alice");
+    assert.equal(seen.headers["x-request-id"], "r1");
+    assert.equal(seen.host, new URL(echo.addresses.orders).host, "Host names the upstream");
+  });
+
+  test("no sub: no subject header, even when the client sends one", async () => {
+    const req = new Request("http://gw/o", {
+      headers: { authorization: `Bearer ${token({ aud: "orders" })}`, "x-gateway-subject": "mallory" },
+    });
+    const seen = await (await gateway.fetch(req)).json();
+    assert.equal(seen.subject, null);
+  });
+
+  test("an upstream that is down: 502 with a JSON reason", async () => {
+    const down = new Gateway(realModule, {
+      upstreamOverride: new Map([[config.routes[0].upstream, "http://127.0.0.1:1"]]),
+    });
+    const req = new Request("http://gw/", {
+      headers: { authorization: `Bearer ${token({ aud: config.routes[0].aud })}` },
+    });
+    const res = await down.fetch(req);
+    assert.equal(res.status, 502);
+    assert.equal(res.headers.get("content-type"), "application/json");
+    assert.deepEqual(await res.json(), { error_description: "upstream unavailable" });
+  });
+});
+
+describe("module failures", () => {
+  test("a trap: 500, the instance is discarded, the next request gets a fresh one", async () => {
+    const gateway = new Gateway(fakeModule());
+    assert.equal((await gateway.fetch(new Request("http://gw/"))).status, 401);
+    assert.equal(gateway.instance.exports.calls(), 1);
+
+    const trapped = await gateway.fetch(new Request("http://gw/", { method: "TRAP" }));
+    assert.equal(trapped.status, 500);
+    assert.deepEqual(await trapped.json(), { error_description: "gateway module failed" });
+
+    assert.equal((await gateway.fetch(new Request("http://gw/"))).status, 401);
+    assert.equal(gateway.instances, 2);
+    assert.equal(gateway.instance.exports.calls(), 1, "a fresh instance served the request after the trap");
+  });
+
+  test("a module of another ABI version is refused", () => {
+    assert.throws(() => new Gateway(fakeModule(2)), /ABI version 2; this host understands 1/);
+  });
+});

@@ -1,0 +1,27 @@
+// The gateway as an ES-module Worker for workerd and Cloudflare Workers.
+//
+// `gateway.wasm` is dist/gateway.wasm, bound as a wasm module: importing it
+// yields a compiled WebAssembly.Module. It is instantiated once per isolate,
+// here at start-up, so a module of another ABI version stops the Worker from
+// loading at all. See gateway.mjs for what happens per request.
+import gatewayWasm from "./gateway.wasm";
+import { Gateway, parseUpstreamOverride } from "./gateway.mjs";
+
+const gateway = new Gateway(gatewayWasm);
+let overrideText = null;
+
+export default {
+  /**
+   * env.UPSTREAM_OVERRIDE (optional): "FROM=TO[,FROM=TO]" maps an upstream
+   * base URL the module decides on to another one; the local config reads it
+   * from the GATEWAY_UPSTREAM_OVERRIDE environment variable. Unset in production.
+   */
+  async fetch(request, env) {
+    const text = env.UPSTREAM_OVERRIDE ?? "";
+    if (text !== overrideText) {
+      gateway.upstreamOverride = parseUpstreamOverride(text);
+      overrideText = text;
+    }
+    return gateway.fetch(request);
+  },
+};

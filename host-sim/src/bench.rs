@@ -1,0 +1,511 @@
+//! `host-sim bench`: cold start broken down step by step, warm per-request
+//! latency in both isolation modes over a realistic request mix, and memory.
+//!
+//! Cold start repeats every step on a new engine each run and reports the
+//! median and the spread. Warm latency times each request on its own and
+//! records it in an HDR histogram. Nothing here asserts a duration: it measures.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::corpus::{Mix, Request, RequestKind};
+use crate::decision::Decision;
+use crate::engine::{self, EngineOptions, Isolation, ModuleSource, SourceArgs};
+use crate::error::LoadError;
+use crate::instance::{Prepared, Reusable, Runtime, unix_now};
+
+/// `host-sim bench` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// The module.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Engine and instance settings (`--isolation` is ignored: both modes are measured).
+    #[command(flatten)]
+    pub engine: EngineOptions,
+    /// Warm requests per isolation mode.
+    #[arg(long, default_value_t = 100_000)]
+    pub requests: usize,
+    /// Cold starts to repeat (each on a new engine).
+    #[arg(long, default_value_t = 20)]
+    pub cold_runs: usize,
+    /// The gateway config whose key mints the request mix.
+    #[arg(long, default_value = "gateway.toml")]
+    pub config: PathBuf,
+    /// The request mix's seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Median and spread of one cold-start step, in microseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// The median.
+    pub median_us: f64,
+    /// The fastest run.
+    pub min_us: f64,
+    /// The slowest run.
+    pub max_us: f64,
+}
+
+impl Spread {
+    fn of(mut samples: Vec<Duration>) -> Spread {
+        samples.sort();
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        Spread {
+            median_us: samples.get(samples.len() / 2).map_or(0.0, |d| us(*d)),
+            min_us: samples.first().map_or(0.0, |d| us(*d)),
+            max_us: samples.last().map_or(0.0, |d| us(*d)),
+        }
+    }
+}
+
+/// The cold-start steps.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdStart {
+    /// How many runs.
+    pub runs: usize,
+    /// `Engine::new` with the pooling allocator.
+    pub engine: Spread,
+    /// JIT compile of the .wasm, or deserialize of the .cwasm.
+    pub module: Spread,
+    /// What `module` was: "jit" or "deserialize".
+    pub module_step: &'static str,
+    /// Contract check and `InstancePre`.
+    pub instance_pre: Spread,
+    /// The first instantiation (with the abi_version check).
+    pub first_instantiate: Spread,
+    /// The first request in a fresh instance.
+    pub first_request: Spread,
+    /// Module + InstancePre + first instantiate + first request (engine excluded: one per process).
+    pub total_without_engine: Spread,
+}
+
+/// Latency percentiles of one mode, in microseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    /// Requests measured.
+    pub requests: u64,
+    /// Percentiles.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// The slowest request.
+    pub max_us: f64,
+    /// The mean.
+    pub mean_us: f64,
+    /// One core's throughput: 1 / mean.
+    pub requests_per_sec_per_core: f64,
+    /// Answers that differed from what the mix expected, deadline hits aside (should be 0).
+    pub unexpected: u64,
+    /// Requests stopped by the CPU deadline (the guest's own CPU time on
+    /// its thread; should be 0 for this module).
+    pub deadline_hits: u64,
+    /// The median per kind of request, µs.
+    pub p50_by_kind_us: std::collections::BTreeMap<String, f64>,
+}
+
+impl Latency {
+    fn of(
+        hist: &Histogram<u64>,
+        (unexpected, deadline_hits): (u64, u64),
+        by_kind: &[(RequestKind, Histogram<u64>)],
+    ) -> Latency {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let mean = hist.mean();
+        Latency {
+            requests: hist.len(),
+            p50_us: us(hist.value_at_quantile(0.50)),
+            p90_us: us(hist.value_at_quantile(0.90)),
+            p99_us: us(hist.value_at_quantile(0.99)),
+            p999_us: us(hist.value_at_quantile(0.999)),
+            max_us: us(hist.max()),
+            mean_us: mean / 1000.0,
+            requests_per_sec_per_core: if mean > 0.0 { 1e9 / mean } else { 0.0 },
+            unexpected,
+            deadline_hits,
+            p50_by_kind_us: by_kind
+                .iter()
+                .map(|(kind, h)| (kind.name().to_owned(), us(h.value_at_quantile(0.5))))
+                .collect(),
+        }
+    }
+}
+
+/// Resident memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryFigures {
+    /// The process's VmRSS after the warm runs, KiB.
+    pub process_rss_kib: u64,
+    /// Resident memory one live instance slot adds, KiB (measured over several live instances).
+    pub per_instance_kib: f64,
+    /// How many instances were held live for that figure.
+    pub instances_measured: usize,
+}
+
+/// The epoch deadline's cost, measured in the reuse mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct EpochCost {
+    /// Requests per side.
+    pub requests: u64,
+    /// Mean with epoch interruption, µs.
+    pub with_deadline_mean_us: f64,
+    /// Mean without, µs.
+    pub without_deadline_mean_us: f64,
+    /// p50 with, µs.
+    pub with_deadline_p50_us: f64,
+    /// p50 without, µs.
+    pub without_deadline_p50_us: f64,
+}
+
+/// Everything `bench` measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The module file.
+    pub module: String,
+    /// "wasm" or "cwasm".
+    pub source: &'static str,
+    /// The compiler.
+    pub strategy: String,
+    /// The CPU deadline, ms (None: off).
+    pub deadline_ms: Option<f64>,
+    /// The memory cap, bytes.
+    pub memory_cap: u64,
+    /// Cold start.
+    pub cold_start: ColdStart,
+    /// Warm latency, a fresh instance per request.
+    pub fresh: Latency,
+    /// Warm latency, one reused instance.
+    pub reuse: Latency,
+    /// Memory.
+    pub memory: MemoryFigures,
+    /// The deadline's cost (JIT input only: it needs a second compile).
+    pub epoch: Option<EpochCost>,
+}
+
+/// The process's resident memory from `/proc/self/status` (VmRSS), KiB.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// A progress line on stderr, rewritten in place.
+struct Progress {
+    enabled: bool,
+}
+
+impl Progress {
+    fn show(&self, text: &str) {
+        if self.enabled {
+            eprint!("\r\x1b[2K{text}");
+        }
+    }
+    fn done(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// Measures cold start `runs` times.
+pub fn cold_start(
+    options: &EngineOptions,
+    source: &ModuleSource,
+    head: &[u8],
+    now: f64,
+    runs: usize,
+) -> Result<ColdStart, LoadError> {
+    let mut steps: [Vec<Duration>; 6] = Default::default();
+    for _ in 0..runs.max(1) {
+        let t0 = Instant::now();
+        let engine = engine::build(options, 1)?;
+        let t1 = Instant::now();
+        let module = engine::load(&engine, source)?;
+        let t2 = Instant::now();
+        let prepared = Prepared::new(&engine, &module)?;
+        let t3 = Instant::now();
+        let runtime = prepared.probe(options)?;
+        let t4 = Instant::now();
+        let outcome = runtime.decide_fresh(head, now);
+        let t5 = Instant::now();
+        if outcome.is_err() {
+            return Err(LoadError::Instantiate(format!("first request failed: {outcome:?}")));
+        }
+        for (i, d) in [t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t5 - t1].into_iter().enumerate() {
+            steps[i].push(d);
+        }
+        drop(runtime);
+    }
+    let [engine_t, module_t, pre_t, inst_t, first_t, total_t] = steps;
+    Ok(ColdStart {
+        runs: runs.max(1),
+        engine: Spread::of(engine_t),
+        module: Spread::of(module_t),
+        module_step: match source {
+            ModuleSource::Wasm(_) => "jit",
+            ModuleSource::Cwasm(_) => "deserialize",
+        },
+        instance_pre: Spread::of(pre_t),
+        first_instantiate: Spread::of(inst_t),
+        first_request: Spread::of(first_t),
+        total_without_engine: Spread::of(total_t),
+    })
+}
+
+fn matches(request: &Request, outcome: &crate::instance::Outcome) -> bool {
+    match outcome {
+        Ok(Decision::Forward { .. }) => request.kind.expected_status() == 200,
+        Ok(Decision::Reject(r)) => {
+            r.status == request.kind.expected_status()
+                && Some(r.reason.as_str()) == request.kind.expected_reason()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Times `n` requests of `requests` (cycled) in `isolation`, after a warm-up.
+pub fn warm(
+    runtime: &Runtime,
+    isolation: Isolation,
+    requests: &[Request],
+    n: usize,
+    now: f64,
+    label: &str,
+    progress: bool,
+) -> Latency {
+    let progress = Progress { enabled: progress };
+    // 1 ns to 60 s at 3 significant digits: the bounds are valid constants.
+    let new_hist =
+        || Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    let mut hist = new_hist();
+    let mut by_kind: Vec<(RequestKind, Histogram<u64>)> =
+        RequestKind::ALL.iter().map(|k| (*k, new_hist())).collect();
+    let mut reusable = Reusable::default();
+    let warmup = (n / 20).clamp(100, 5_000);
+    for request in requests.iter().cycle().take(warmup) {
+        let _ = runtime.decide(isolation, &mut reusable, request.head.as_bytes(), now);
+    }
+    let mut unexpected = 0;
+    let mut deadline_hits = 0;
+    let step = (n / 100).max(1);
+    for (i, request) in requests.iter().cycle().take(n).enumerate() {
+        let start = Instant::now();
+        let outcome = runtime.decide(isolation, &mut reusable, request.head.as_bytes(), now);
+        let elapsed = start.elapsed();
+        let ns = (elapsed.as_nanos() as u64).max(1);
+        let _ = hist.record(ns);
+        if let Some((_, h)) = by_kind.iter_mut().find(|(k, _)| *k == request.kind) {
+            let _ = h.record(ns);
+        }
+        if outcome == Err(crate::error::GuestError::Deadline) {
+            deadline_hits += 1;
+        } else if !matches(request, &outcome) {
+            unexpected += 1;
+        }
+        if i % step == 0 {
+            progress.show(&format!("{label}: {}%", i * 100 / n.max(1)));
+        }
+    }
+    progress.done();
+    Latency::of(&hist, (unexpected, deadline_hits), &by_kind)
+}
+
+/// Runs the whole benchmark.
+pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
+    let source = args.source.source();
+    let options = EngineOptions { isolation: Isolation::Fresh, ..args.engine.clone() };
+    let config = gateway_config::load(&args.config).map_err(|e| e.to_string())?;
+    let now_secs = unix_now() as u64;
+    let now = now_secs as f64;
+    let mix = Mix::new(&config, now_secs, args.seed);
+    let requests = mix.generate(4096);
+    let valid = requests
+        .iter()
+        .find(|r| r.kind == crate::corpus::RequestKind::Valid)
+        .map(|r| r.head.clone())
+        .unwrap_or_default();
+
+    let say = Progress { enabled: progress };
+    say.show("cold start");
+    let cold =
+        cold_start(&options, &source, valid.as_bytes(), now, args.cold_runs).map_err(|e| e.to_string())?;
+
+    const LIVE: usize = 16;
+    let runtime = Runtime::load(&options, &source, LIVE as u32 + 2).map_err(|e| e.to_string())?;
+    let fresh =
+        warm(&runtime, Isolation::Fresh, &requests, args.requests, now, "warm, fresh instances", progress);
+    let reuse =
+        warm(&runtime, Isolation::Reuse, &requests, args.requests, now, "warm, reused instance", progress);
+
+    let before = rss_kib();
+    let during =
+        runtime.with_live_instances(LIVE, valid.as_bytes(), now, rss_kib).map_err(|e| e.to_string())?;
+    let memory = MemoryFigures {
+        process_rss_kib: rss_kib(),
+        per_instance_kib: during.saturating_sub(before) as f64 / LIVE as f64,
+        instances_measured: LIVE,
+    };
+
+    let epoch = match (&source, options.no_deadline) {
+        (ModuleSource::Wasm(_), false) => {
+            let n = (args.requests / 5).max(1000);
+            let off_options = EngineOptions { no_deadline: true, ..options.clone() };
+            let off = Runtime::load(&off_options, &source, 2).map_err(|e| e.to_string())?;
+            let without = warm(&off, Isolation::Reuse, &requests, n, now, "epoch off", progress);
+            let with = warm(&runtime, Isolation::Reuse, &requests, n, now, "epoch on", progress);
+            Some(EpochCost {
+                requests: n as u64,
+                with_deadline_mean_us: with.mean_us,
+                without_deadline_mean_us: without.mean_us,
+                with_deadline_p50_us: with.p50_us,
+                without_deadline_p50_us: without.p50_us,
+            })
+        }
+        _ => None,
+    };
+    say.done();
+
+    Ok(Report {
+        module: source.path().display().to_string(),
+        source: match source {
+            ModuleSource::Wasm(_) => "wasm",
+            ModuleSource::Cwasm(_) => "cwasm",
+        },
+        strategy: format!("{:?}", options.strategy).to_lowercase(),
+        deadline_ms: options.deadline().map(|d| d.as_secs_f64() * 1000.0),
+        memory_cap: options.memory_cap,
+        cold_start: cold,
+        fresh,
+        reuse,
+        memory,
+        epoch,
+    })
+}
+
+/// The report as a readable table.
+pub fn table(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let deadline = r.deadline_ms.map_or("off".to_owned(), |d| format!("{d} ms"));
+    let _ = writeln!(
+        s,
+        "module {} ({}, {}), deadline {deadline}, memory cap {} KiB",
+        r.module,
+        r.source,
+        r.strategy,
+        r.memory_cap >> 10
+    );
+    let c = &r.cold_start;
+    let _ = writeln!(
+        s,
+        "\ncold start ({} runs, each on a new engine)   median      min       max   (us)",
+        c.runs
+    );
+    let row = |s: &mut String, name: &str, sp: &Spread| {
+        let _ = writeln!(s, "  {name:<40} {:>9.1} {:>9.1} {:>9.1}", sp.median_us, sp.min_us, sp.max_us);
+    };
+    row(&mut s, "Engine::new (pooling allocator)", &c.engine);
+    row(
+        &mut s,
+        if c.module_step == "jit" { "JIT compile (.wasm)" } else { "deserialize (.cwasm)" },
+        &c.module,
+    );
+    row(&mut s, "contract check + InstancePre", &c.instance_pre);
+    row(&mut s, "first instantiate (+ abi_version)", &c.first_instantiate);
+    row(&mut s, "first request (fresh instance)", &c.first_request);
+    row(&mut s, "module + pre + instantiate + request", &c.total_without_engine);
+    let _ = writeln!(
+        s,
+        "\nwarm latency (us)        requests      p50      p90      p99    p99.9      max     mean   req/s/core  deadline  wrong"
+    );
+    for (name, l) in [("fresh instance", &r.fresh), ("reused instance", &r.reuse)] {
+        let _ = writeln!(
+            s,
+            "  {name:<20} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.2} {:>12.0} {:>9} {:>6}",
+            l.requests,
+            l.p50_us,
+            l.p90_us,
+            l.p99_us,
+            l.p999_us,
+            l.max_us,
+            l.mean_us,
+            l.requests_per_sec_per_core,
+            l.deadline_hits,
+            l.unexpected
+        );
+    }
+    for (name, l) in [("fresh", &r.fresh), ("reused", &r.reuse)] {
+        let kinds: Vec<String> = RequestKind::ALL
+            .iter()
+            .filter_map(|k| l.p50_by_kind_us.get(k.name()).map(|v| format!("{} {v:.2}", k.name())))
+            .collect();
+        let _ = writeln!(s, "  p50 by kind, {name}: {}", kinds.join(", "));
+    }
+    let m = &r.memory;
+    let _ = writeln!(
+        s,
+        "\nmemory: process VmRSS {} KiB; {:.1} KiB resident per live instance (over {} instances)",
+        m.process_rss_kib, m.per_instance_kib, m.instances_measured
+    );
+    if let Some(e) = &r.epoch {
+        let _ = writeln!(
+            s,
+            "epoch deadline (reuse, {} requests): mean {:.2} us on vs {:.2} us off ({:+.2} us); p50 {:.2} vs {:.2}",
+            e.requests,
+            e.with_deadline_mean_us,
+            e.without_deadline_mean_us,
+            e.with_deadline_mean_us - e.without_deadline_mean_us,
+            e.with_deadline_p50_us,
+            e.without_deadline_p50_us
+        );
+    }
+    let _ = writeln!(
+        s,
+        "deadline: requests stopped by the CPU deadline (the guest thread's CPU time); wrong: other unexpected answers"
+    );
+    let _ =
+        writeln!(s, "request mix: 60% valid, 10% each expired, bad signature, no token, unknown audience");
+    s
+}
+
+/// Runs `host-sim bench`.
+pub fn run(args: &BenchArgs) -> ExitCode {
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    match measure(args, progress) {
+        Ok(report) => {
+            if args.json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                print!("{}", table(&report));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

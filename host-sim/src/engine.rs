@@ -1,0 +1,379 @@
+//! The wasmtime engine: its configuration, line by line, the module loader
+//! (JIT or precompiled `.cwasm`), and the epoch ticker that drives the CPU
+//! deadline.
+//!
+//! Everything that changes the compiled code (the compiler, epoch
+//! interruption, memory reservation and guards) lives in [`EngineOptions`].
+//! `host-sim compile` and the loaders use the same function, [`build`], so
+//! that a `.cwasm` only ever meets the settings it was made for; wasmtime
+//! checks that on load and this host reports a mismatch as
+//! [`LoadError::Incompatible`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, Module, OptLevel, PoolingAllocationConfig, Strategy,
+};
+
+use crate::error::{LoadError, one_line};
+
+/// The default linear-memory cap per instance: the module needs 128 KiB.
+pub const DEFAULT_MEMORY_CAP: u64 = 2 << 20; // 2 MiB
+
+/// The default CPU deadline per request, in milliseconds.
+pub const DEFAULT_DEADLINE_MS: f64 = 2.0;
+
+/// The default native stack the guest may use: the gateway keeps its large
+/// buffers in linear memory (its own 32 KiB shadow stack), so the native
+/// frames are small.
+pub const DEFAULT_MAX_WASM_STACK: usize = 64 << 10; // 64 KiB
+
+/// How many epoch ticks make one deadline. The deadline fires between
+/// `(N-1)/N` and `N/N` of the configured time after the call starts.
+pub const TICKS_PER_DEADLINE: u64 = 4;
+
+/// The compiler that turns WebAssembly into machine code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Compiler {
+    /// Cranelift: optimising, the production choice.
+    #[default]
+    Cranelift,
+    /// Winch: a single-pass baseline compiler, faster to compile, slower code.
+    Winch,
+}
+
+/// How instances relate to requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Isolation {
+    /// A new Store and instance for every request: nothing survives a request.
+    #[default]
+    Fresh,
+    /// One instance per worker thread, reused; the module resets its arena on
+    /// each `handle` call. A trapped instance is discarded.
+    Reuse,
+}
+
+/// The engine and instance settings shared by every command. Changing the
+/// compiler or `--no-deadline` changes the compiled code: a `.cwasm` must be
+/// compiled with the same flags it is run with.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EngineOptions {
+    /// The compiler for .wasm input (and for `compile`).
+    #[arg(long, value_enum, default_value_t = Compiler::Cranelift)]
+    pub strategy: Compiler,
+
+    /// Linear-memory cap per instance, in bytes (suffixes KiB and MiB accepted).
+    /// A guest that grows past it is stopped and answered with 500.
+    #[arg(long, value_parser = parse_size, default_value = "2MiB")]
+    pub memory_cap: u64,
+
+    /// CPU deadline per request, in milliseconds (epoch interruption).
+    /// A guest that runs past it is stopped and answered with 503.
+    #[arg(long, default_value_t = DEFAULT_DEADLINE_MS)]
+    pub deadline_ms: f64,
+
+    /// Compile without epoch interruption: no CPU deadline (for measuring its cost).
+    #[arg(long)]
+    pub no_deadline: bool,
+
+    /// Native stack the guest may use, in bytes (suffixes KiB and MiB accepted).
+    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
+    pub max_wasm_stack: u64,
+
+    /// Instance isolation: a fresh instance per request, or one reused per thread.
+    #[arg(long, value_enum, default_value_t = Isolation::Fresh)]
+    pub isolation: Isolation,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            strategy: Compiler::Cranelift,
+            memory_cap: DEFAULT_MEMORY_CAP,
+            deadline_ms: DEFAULT_DEADLINE_MS,
+            no_deadline: false,
+            max_wasm_stack: DEFAULT_MAX_WASM_STACK as u64,
+            isolation: Isolation::Fresh,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// The deadline, or None when epoch interruption is off.
+    pub fn deadline(&self) -> Option<Duration> {
+        (!self.no_deadline).then(|| Duration::from_secs_f64(self.deadline_ms.max(0.001) / 1000.0))
+    }
+
+    /// The time between two epoch ticks.
+    pub fn tick(&self) -> Option<Duration> {
+        self.deadline().map(|d| (d / TICKS_PER_DEADLINE as u32).max(Duration::from_micros(50)))
+    }
+}
+
+/// Where the module comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleSource {
+    /// WebAssembly, compiled at load time (JIT).
+    Wasm(PathBuf),
+    /// A precompiled artifact from `host-sim compile`.
+    Cwasm(PathBuf),
+}
+
+impl ModuleSource {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        match self {
+            ModuleSource::Wasm(p) | ModuleSource::Cwasm(p) => p,
+        }
+    }
+}
+
+/// The `--wasm PATH | --cwasm PATH` choice shared by the commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// The WebAssembly module to compile and run.
+    #[arg(long, value_name = "PATH", conflicts_with = "cwasm")]
+    pub wasm: Option<PathBuf>,
+    /// A precompiled module from `host-sim compile` (same flags required).
+    #[arg(long, value_name = "PATH")]
+    pub cwasm: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// The chosen source; `dist/gateway.wasm` when neither flag is given.
+    pub fn source(&self) -> ModuleSource {
+        match (&self.wasm, &self.cwasm) {
+            (_, Some(cwasm)) => ModuleSource::Cwasm(cwasm.clone()),
+            (Some(wasm), None) => ModuleSource::Wasm(wasm.clone()),
+            (None, None) => ModuleSource::Wasm(PathBuf::from("dist/gateway.wasm")),
+        }
+    }
+}
+
+/// Parses `2097152`, `2MiB`, `128KiB` or `64k` into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let (digits, shift) = if let Some(d) = lower.strip_suffix("mib").or_else(|| lower.strip_suffix('m')) {
+        (d, 20)
+    } else if let Some(d) = lower.strip_suffix("kib").or_else(|| lower.strip_suffix('k')) {
+        (d, 10)
+    } else {
+        (lower.as_str(), 0)
+    };
+    let n: u64 =
+        digits.trim().parse().map_err(|_| format!("not a size: {text:?} (e.g. 2MiB, 128KiB, 65536)"))?;
+    n.checked_shl(shift).filter(|v| v >> shift == n).ok_or_else(|| format!("size too large: {text}"))
+}
+
+/// Builds the engine for `options` with a pool of `slots` instance slots.
+///
+/// Every setting is explained where it is made. The same function builds the
+/// engine for `compile` and for running, so artifacts and engines agree.
+pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
+    let mut config = Config::new();
+
+    // The compiler. Cranelift optimises (the module is small, so a JIT compile
+    // still takes only milliseconds); Winch compiles in one pass.
+    config.strategy(match options.strategy {
+        Compiler::Cranelift => Strategy::Cranelift,
+        Compiler::Winch => Strategy::Winch,
+    });
+    // Optimise for speed: the gateway's hot loop is SHA-256 and JSON scanning.
+    config.cranelift_opt_level(OptLevel::Speed);
+
+    // The CPU deadline: compiled code checks the engine's epoch counter at
+    // function entries and loop back-edges (about 0.5 us per call here). A
+    // ticker thread increments the epoch; each Store sets its deadline in
+    // ticks. Off with --no-deadline, which changes the compiled code.
+    config.epoch_interruption(!options.no_deadline);
+
+    // No fuel metering: epochs are cheaper and enough for a deadline.
+    config.consume_fuel(false);
+
+    // The native stack wasm may use. The gateway needs a few KiB of native
+    // frames (its buffers live in linear memory), so a small limit bounds a
+    // runaway recursion early and keeps each call's stack probe cheap.
+    config.max_wasm_stack(options.max_wasm_stack as usize);
+
+    // Traps are answered with 500; nobody reads a wasm backtrace, and
+    // capturing one costs time on every trap.
+    config.wasm_backtrace_max_frames(None);
+
+    // Linear memories: reserve 4 GiB of address space plus guard pages per
+    // memory (the 64-bit default), so that compiled code needs no explicit
+    // bounds checks. It is address space, not RAM.
+    config.memory_reservation(4 << 30); // 4 GiB
+    config.memory_guard_size(32 << 20); // 32 MiB
+    // A memory never moves: its base can stay in a register.
+    config.memory_may_move(false);
+
+    // Copy-on-write memory images: instantiation maps the module's initial
+    // memory (data segments) instead of copying it, and resetting a slot
+    // restores it the same way. This is what makes a fresh instance cheap.
+    config.memory_init_cow(true);
+
+    // The pooling allocator: memories, tables and instance metadata are
+    // preallocated in slots when the engine is built, so instantiation is a
+    // few pointer writes and a slot reset, not mmap calls.
+    let mut pool = PoolingAllocationConfig::new();
+    // One slot per concurrent instance: the caller sizes it to the
+    // concurrency (a slot per worker thread plus a margin).
+    pool.total_core_instances(slots);
+    pool.total_memories(slots);
+    pool.total_tables(slots);
+    // The gateway has one memory and one table.
+    pool.max_memories_per_module(1);
+    pool.max_tables_per_module(1);
+    // Function tables: the gateway's has a few dozen entries.
+    pool.table_elements(4096);
+    // Instance metadata (VMContext) per slot; the gateway's is a few KiB.
+    pool.max_core_instance_size(256 << 10); // 256 KiB
+    // The memory cap, enforced by the pool as each memory's maximum (and by
+    // the Store's limiter, which turns a larger grow into a trap with a reason).
+    pool.max_memory_size(options.memory_cap as usize);
+    // After an instance is dropped, keep up to this much of its memory
+    // resident and reset it with memset instead of madvise: the module's
+    // memory is 128 KiB, so resetting it by hand is cheaper than faulting
+    // the pages back in on the next request.
+    pool.linear_memory_keep_resident(128 << 10); // 128 KiB
+    // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), reset only the pages
+    // the instance dirtied (a handful per request) instead of all of them.
+    pool.pagemap_scan(wasmtime::Enabled::Auto);
+    pool.table_keep_resident(16 << 10); // 16 KiB
+    // Reuse the most recently used slot (warm caches, pages already mapped).
+    pool.max_unused_warm_slots(slots);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+    Engine::new(&config).map_err(|e| LoadError::Engine(one_line(&e)))
+}
+
+/// Loads the module from `source` into `engine`: compiles a `.wasm` (JIT) or
+/// maps a `.cwasm`.
+pub fn load(engine: &Engine, source: &ModuleSource) -> Result<Module, LoadError> {
+    match source {
+        ModuleSource::Wasm(path) => {
+            let bytes = std::fs::read(path).map_err(|e| read_error(path, &e))?;
+            compile(engine, &bytes, path)
+        }
+        ModuleSource::Cwasm(path) => deserialize(engine, path),
+    }
+}
+
+/// Compiles WebAssembly `bytes` read from `path`.
+pub fn compile(engine: &Engine, bytes: &[u8], path: &Path) -> Result<Module, LoadError> {
+    if Engine::detect_precompiled(bytes).is_some() {
+        return Err(LoadError::Compile {
+            path: path.to_owned(),
+            why: "this is a precompiled .cwasm; pass it with --cwasm".into(),
+        });
+    }
+    Module::new(engine, bytes).map_err(|e| LoadError::Compile { path: path.to_owned(), why: one_line(&e) })
+}
+
+/// Maps a precompiled `.cwasm` from `host-sim compile`.
+pub fn deserialize(engine: &Engine, path: &Path) -> Result<Module, LoadError> {
+    let mut magic = [0u8; 4];
+    let read_magic =
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    if let Err(e) = read_magic {
+        return Err(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                LoadError::Damaged { path: path.to_owned(), why: "file too short".into() }
+            }
+            _ => read_error(path, &e),
+        });
+    }
+    if &magic == b"\0asm" {
+        return Err(LoadError::NotPrecompiled { path: path.to_owned() });
+    }
+    match Engine::detect_precompiled_file(path) {
+        Ok(Some(wasmtime::Precompiled::Module)) => {}
+        Ok(_) => return Err(LoadError::NotPrecompiled { path: path.to_owned() }),
+        Err(e) => return Err(LoadError::Damaged { path: path.to_owned(), why: one_line(&e) }),
+    }
+    // SAFETY: `deserialize_file` maps the file and runs its machine code, so
+    // the file must be one this host produced and must not change while the
+    // module lives. It is: the only producer is `host-sim compile`, which
+    // uses the same `build` function, and wasmtime checks the artifact's
+    // header (wasmtime version, target, compiler flags, tunables such as
+    // epoch interruption and memory guards) against this engine before
+    // accepting it, refusing any mismatch; a truncated or damaged file fails
+    // that check or the ELF parse. The file is read-only build output.
+    #[allow(unsafe_code)]
+    let module = unsafe { Module::deserialize_file(engine, path) };
+    module
+        .map_err(|e| LoadError::Incompatible { path: path.to_owned(), why: strip_path(&one_line(&e), path) })
+}
+
+fn strip_path(line: &str, path: &Path) -> String {
+    let prefix = format!("failed deserialization for: {}: ", path.display());
+    line.strip_prefix(&prefix).unwrap_or(line).to_owned()
+}
+
+/// Writes `module`, compiled by this host's engine, as a `.cwasm` at `output`.
+pub fn precompile(module: &Module, output: &Path) -> Result<usize, LoadError> {
+    let bytes =
+        module.serialize().map_err(|e| LoadError::Write { path: output.to_owned(), why: one_line(&e) })?;
+    std::fs::write(output, &bytes)
+        .map_err(|e| LoadError::Write { path: output.to_owned(), why: e.to_string() })?;
+    Ok(bytes.len())
+}
+
+fn read_error(path: &Path, e: &std::io::Error) -> LoadError {
+    LoadError::Read { path: path.to_owned(), why: e.to_string() }
+}
+
+/// A background thread that increments the engine's epoch every `period`,
+/// which is what makes deadlines fire. It stops when dropped.
+#[derive(Debug)]
+pub struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Starts ticking `engine`'s epoch every `period`.
+    pub fn start(engine: &Engine, period: Duration) -> Ticker {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.clone();
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(period);
+                    engine.increment_epoch();
+                }
+            })
+            .ok();
+        Ticker { stop, thread }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
+        assert_eq!(parse_size("128KiB"), Ok(128 << 10));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("lots").is_err());
+    }
+}

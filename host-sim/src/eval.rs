@@ -1,0 +1,115 @@
+//! `host-sim eval`: decide requests read as JSON Lines.
+//!
+//! Each input line is `{"request": "<raw request head, CRLF line ends>"}`,
+//! optionally with `"now": <unix seconds>`. Each output line is
+//! `{"status", "upstream", "sub", "error", "reason", "www_authenticate", "body"}`,
+//! in input order. A line that is not valid JSON, or has no `request`
+//! string, gets `{"status": null, ..., "input_error": "..."}` and the rest go on.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use crate::decision::Decision;
+use crate::engine::{EngineOptions, Isolation, SourceArgs};
+use crate::instance::{Outcome, Reusable, Runtime, unix_now};
+
+/// `host-sim eval` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EvalArgs {
+    /// The module.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Engine and instance settings.
+    #[command(flatten)]
+    pub engine: EngineOptions,
+    /// The clock passed to the module, Unix seconds (default: now). A line's "now" overrides it.
+    #[arg(long, value_name = "UNIX_SECS")]
+    pub now: Option<f64>,
+}
+
+/// The JSON line for one outcome.
+pub fn outcome_json(outcome: &Outcome) -> Value {
+    let decision = match outcome {
+        Ok(d) => d.clone(),
+        Err(e) => Decision::from_guest_error(e),
+    };
+    match decision {
+        Decision::Forward { upstream, subject } => json!({
+            "status": 200, "upstream": upstream, "sub": subject, "error": null, "reason": null,
+            "www_authenticate": null, "body": null,
+        }),
+        Decision::Reject(r) => json!({
+            "status": r.status, "upstream": null, "sub": null, "error": r.error, "reason": r.reason,
+            "www_authenticate": r.www_authenticate, "body": r.body,
+        }),
+    }
+}
+
+/// The JSON line for an input line that could not be read as a request.
+pub fn input_error_json(line_number: usize, why: &str) -> Value {
+    json!({
+        "status": null, "upstream": null, "sub": null, "error": null, "reason": null,
+        "input_error": format!("line {line_number}: {why}"),
+    })
+}
+
+/// Decides every request of `input` and writes one JSON line each to `output`.
+pub fn eval_stream(
+    runtime: &Runtime,
+    isolation: Isolation,
+    default_now: f64,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> std::io::Result<()> {
+    let mut reusable = Reusable::default();
+    for (index, line) in input.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Err(e) => input_error_json(index + 1, &format!("not JSON: {e}")),
+            Ok(value) => match value.get("request").and_then(Value::as_str) {
+                None => input_error_json(index + 1, "no \"request\" string"),
+                Some(head) => {
+                    let now = match value.get("now") {
+                        None | Some(Value::Null) => Some(default_now),
+                        Some(v) => v.as_f64(),
+                    };
+                    match now {
+                        None => input_error_json(index + 1, "\"now\" is not a number"),
+                        Some(now) => {
+                            outcome_json(&runtime.decide(isolation, &mut reusable, head.as_bytes(), now))
+                        }
+                    }
+                }
+            },
+        };
+        writeln!(output, "{answer}")?;
+    }
+    output.flush()
+}
+
+/// Runs `host-sim eval`.
+pub fn run(args: &EvalArgs) -> ExitCode {
+    let runtime = match Runtime::load(&args.engine, &args.source.source(), 2) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let now = args.now.unwrap_or_else(unix_now);
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    match eval_stream(&runtime, args.engine.isolation, now, stdin, stdout) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! `host-sim serve`: the gateway on real HTTP. Every request's head goes
+//! through the module; accepted requests are forwarded upstream
+//! ([`crate::upstream`]), rejections are answered directly with their
+//! status, `WWW-Authenticate` and JSON body, and a module that fails
+//! (trap, deadline, memory) gets the client a 500 or 503 while the server
+//! goes on.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::StatusCode;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+
+use crate::decision::Decision;
+use crate::engine::{EngineOptions, Isolation, SourceArgs};
+use crate::instance::{Outcome, Reusable, Runtime, unix_now};
+use crate::listen::{self, Body};
+use crate::upstream::{Forwarder, json_response, parse_overrides};
+
+/// `host-sim serve` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Where to listen (port 0: any free port; the address is printed on stdout).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The module.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Engine and instance settings.
+    #[command(flatten)]
+    pub engine: EngineOptions,
+    /// Print one line per request on stderr.
+    #[arg(long)]
+    pub access_log: bool,
+    /// Send an upstream elsewhere: AUD=URL (an audience of --config) or
+    /// FROM_URL=URL (the upstream the module names). Repeatable.
+    #[arg(long, value_name = "AUD=URL")]
+    pub upstream_override: Vec<String>,
+    /// The gateway config, read only to resolve audiences in --upstream-override.
+    #[arg(long, default_value = "gateway.toml")]
+    pub config: PathBuf,
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// What every connection shares.
+#[derive(Debug)]
+pub struct Gateway {
+    runtime: Runtime,
+    isolation: Isolation,
+    forwarder: Forwarder,
+    access_log: bool,
+}
+
+thread_local! {
+    /// This worker thread's reused instance, with the address of the runtime it belongs to.
+    static REUSABLE: RefCell<(usize, Reusable)> = RefCell::new((0, Reusable::default()));
+}
+
+impl Gateway {
+    /// A gateway over `runtime`.
+    pub fn new(runtime: Runtime, isolation: Isolation, forwarder: Forwarder, access_log: bool) -> Gateway {
+        Gateway { runtime, isolation, forwarder, access_log }
+    }
+
+    /// Decides `head` now, in the configured isolation mode.
+    pub fn decide(&self, head: &[u8]) -> Outcome {
+        let now = unix_now();
+        match self.isolation {
+            Isolation::Fresh => self.runtime.decide_fresh(head, now),
+            Isolation::Reuse => REUSABLE.with(|cell| {
+                let mut cell = cell.borrow_mut();
+                let id = &self.runtime as *const Runtime as usize;
+                if cell.0 != id {
+                    *cell = (id, Reusable::default());
+                }
+                self.runtime.decide_reused(&mut cell.1, head, now)
+            }),
+        }
+    }
+
+    /// Answers one request.
+    pub async fn handle(self: Arc<Self>, request: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
+        let start = Instant::now();
+        let head = request_head(&request);
+        let method = request.method().clone();
+        let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
+        let outcome = self.decide(&head);
+        let (response, note) = match outcome {
+            Ok(Decision::Forward { upstream, subject }) => {
+                let note = format!(
+                    "forward {} sub={}",
+                    self.forwarder.resolve(&upstream),
+                    subject.as_deref().unwrap_or("-")
+                );
+                match self.forwarder.forward(request, &upstream, subject.as_deref()).await {
+                    Ok(response) => (response, note),
+                    Err(e) => (e.response(), format!("{note}: {e}")),
+                }
+            }
+            Ok(decision @ Decision::Reject(_)) => reject(&decision),
+            Err(e) => reject(&Decision::from_guest_error(&e)),
+        };
+        if self.access_log {
+            eprintln!(
+                "{remote} \"{method} {target}\" {} {}us {note}",
+                response.status().as_u16(),
+                start.elapsed().as_micros()
+            );
+        }
+        response
+    }
+}
+
+fn reject(decision: &Decision) -> (Response<Body>, String) {
+    match decision {
+        Decision::Reject(r) => {
+            let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (json_response(status, &r.body, r.www_authenticate.as_deref()), format!("reject: {}", r.reason))
+        }
+        Decision::Forward { .. } => {
+            (json_response(StatusCode::INTERNAL_SERVER_ERROR, "{}", None), "?".into())
+        }
+    }
+}
+
+/// Rebuilds the request head the client sent, as the module expects it:
+/// request line, header fields, CRLF line ends, the blank line.
+pub fn request_head<B>(request: &Request<B>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(512);
+    head.extend_from_slice(request.method().as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(request.uri().path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+    head.extend_from_slice(match request.version() {
+        http::Version::HTTP_10 => b" HTTP/1.0\r\n",
+        _ => b" HTTP/1.1\r\n",
+    });
+    for (name, value) in request.headers() {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
+/// Runs `host-sim serve` until SIGINT or SIGTERM.
+pub fn run(args: &ServeArgs) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    };
+    let threads = args.threads.unwrap_or_else(listen::cores).max(1);
+    // The config is needed only to resolve audiences named in overrides.
+    let needs_config = args.upstream_override.iter().any(|o| !o.starts_with("http"));
+    let config = match needs_config.then(|| gateway_config::load(&args.config)) {
+        None => None,
+        Some(Ok(config)) => Some(config),
+        Some(Err(e)) => return fail(e.to_string()),
+    };
+    let overrides = match parse_overrides(&args.upstream_override, config.as_ref()) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    // A slot per worker thread (a request holds one only while the module
+    // runs, which never awaits), twice over for reuse-mode instances being
+    // replaced, plus one for the probe.
+    let slots = u32::try_from(threads * 2 + 1).unwrap_or(u32::MAX);
+    let runtime = match Runtime::load(&args.engine, &args.source.source(), slots) {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let tokio = match listen::runtime(threads) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot start the runtime: {e}")),
+    };
+    tokio.block_on(async {
+        let listener = match listen::bind(args.listen, "gateway").await {
+            Ok(l) => l,
+            Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
+        };
+        let gateway = Arc::new(Gateway::new(
+            runtime,
+            args.engine.isolation,
+            Forwarder::new(overrides),
+            args.access_log,
+        ));
+        listen::serve(
+            listener,
+            move |request, remote| Arc::clone(&gateway).handle(request, remote),
+            listen::shutdown_signal(),
+        )
+        .await;
+        eprintln!("gateway stopped");
+        ExitCode::SUCCESS
+    })
+}

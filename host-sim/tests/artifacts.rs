@@ -1,0 +1,174 @@
+//! Loading: compile to .cwasm and run from it; refusing truncated or
+//! mismatched artifacts and modules that break the contract, each with a
+//! one-line error and a non-zero exit; guests that loop, trap or outgrow
+//! their memory answered 503/500 while the host goes on.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use common::NOW;
+use host_sim::engine::{EngineOptions, ModuleSource};
+use host_sim::error::{GuestError, LoadError};
+use host_sim::instance::{Reusable, Runtime};
+
+fn eval(args: &[&str], input: &str) -> Output {
+    let mut child = common::bin()
+        .arg("eval")
+        .args(args)
+        .args(["--now", &NOW.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The host may refuse the module and exit before reading its input.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+/// The run failed with exactly one line on stderr containing `needle`.
+fn assert_refused(output: &Output, needle: &str) {
+    assert!(!output.status.success(), "expected a failure");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line expected: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+const NO_TOKEN: &str = "{\"request\":\"GET / HTTP/1.1\\r\\nHost: gw\\r\\n\\r\\n\"}\n";
+
+fn compile(input: &Path, output: &Path, extra: &[&str]) -> Output {
+    common::bin()
+        .args(["compile", input.to_str().unwrap(), "-o", output.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn compile_then_run_from_cwasm() {
+    let dir = common::scratch("cwasm");
+    let cwasm = dir.join("gateway.cwasm");
+    let out = compile(&common::gateway_wasm(), &cwasm, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let output = eval(&["--cwasm", cwasm.to_str().unwrap()], NO_TOKEN);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let line: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["status"], 401);
+    assert_eq!(line["reason"], "bearer token required");
+
+    // The library path too: deserialize and decide.
+    let runtime = Runtime::load(&common::relaxed(), &ModuleSource::Cwasm(cwasm.clone()), 2).unwrap();
+    let decision = runtime.decide_fresh(b"GET / HTTP/1.1\r\n\r\n", NOW as f64).unwrap();
+    assert_eq!(decision.status(), 401);
+}
+
+#[test]
+fn refuses_truncated_and_foreign_artifacts() {
+    let dir = common::scratch("refuse");
+    let cwasm = dir.join("gateway.cwasm");
+    assert!(compile(&common::gateway_wasm(), &cwasm, &[]).status.success());
+    let bytes = std::fs::read(&cwasm).unwrap();
+
+    let truncated = dir.join("truncated.cwasm");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    assert_refused(&eval(&["--cwasm", truncated.to_str().unwrap()], NO_TOKEN), "truncated or damaged");
+
+    let tiny = dir.join("tiny.cwasm");
+    std::fs::write(&tiny, &bytes[..3]).unwrap();
+    assert_refused(&eval(&["--cwasm", tiny.to_str().unwrap()], NO_TOKEN), "truncated or damaged");
+
+    // Other engine settings: compiled without epoch interruption.
+    let other = dir.join("no-epoch.cwasm");
+    assert!(compile(&common::gateway_wasm(), &other, &["--no-deadline"]).status.success());
+    assert_refused(
+        &eval(&["--cwasm", other.to_str().unwrap()], NO_TOKEN),
+        "not produced by this host's engine",
+    );
+    // ... and it runs with the settings it was made for.
+    assert!(eval(&["--cwasm", other.to_str().unwrap(), "--no-deadline"], NO_TOKEN).status.success());
+
+    // Another compiler: Winch code is refused by a Cranelift engine.
+    let winch = dir.join("winch.cwasm");
+    assert!(compile(&common::gateway_wasm(), &winch, &["--strategy", "winch"]).status.success());
+    assert_refused(&eval(&["--cwasm", winch.to_str().unwrap()], NO_TOKEN), "Winch");
+
+    // Another wasmtime version: the engine section names the major version
+    // (format byte 0, length 2, "48"); say "47" instead.
+    let at = bytes.windows(4).position(|w| w == b"\x00\x0248").expect("engine version in the artifact");
+    let mut older = bytes.clone();
+    older[at + 2..at + 4].copy_from_slice(b"47");
+    let old = dir.join("wasmtime47.cwasm");
+    std::fs::write(&old, older).unwrap();
+    assert_refused(&eval(&["--cwasm", old.to_str().unwrap()], NO_TOKEN), "incompatible version '47'");
+
+    // A .wasm passed as --cwasm, and a .cwasm passed as --wasm.
+    let wasm = common::gateway_wasm();
+    assert_refused(
+        &eval(&["--cwasm", wasm.to_str().unwrap()], NO_TOKEN),
+        "not a precompiled wasmtime module",
+    );
+    assert_refused(&eval(&["--wasm", cwasm.to_str().unwrap()], NO_TOKEN), "precompiled");
+    assert_refused(&eval(&["--wasm", dir.join("missing.wasm").to_str().unwrap()], NO_TOKEN), "cannot read");
+
+    // Library: the error is typed.
+    let err = Runtime::load(&EngineOptions::default(), &ModuleSource::Cwasm(other), 1).unwrap_err();
+    assert!(matches!(err, LoadError::Incompatible { .. }), "{err}");
+}
+
+#[test]
+fn refuses_modules_that_break_the_contract() {
+    let dir = common::scratch("contract");
+    for (fixture, needle) in [
+        ("imports", "imports env::log"),
+        ("no_handle", "does not export `handle`"),
+        ("abi2", "abi_version is 2"),
+    ] {
+        let wasm = common::fixture(fixture);
+        assert_refused(&eval(&["--wasm", wasm.to_str().unwrap()], NO_TOKEN), needle);
+        let out = compile(&wasm, &dir.join(format!("{fixture}.cwasm")), &[]);
+        assert!(!out.status.success(), "compile accepted {fixture}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    let err = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm(common::fixture("abi2")), 1)
+        .unwrap_err();
+    assert!(matches!(err, LoadError::AbiVersion(2)), "{err}");
+}
+
+#[test]
+fn failing_guests_get_500_or_503_and_the_host_goes_on() {
+    let options = EngineOptions { deadline_ms: 20.0, ..EngineOptions::default() };
+    let head = b"GET / HTTP/1.1\r\n\r\n";
+    for (fixture, expected) in [
+        ("loop", GuestError::Deadline),
+        ("trap", GuestError::Trap("wasm `unreachable` instruction executed".into())),
+        ("grow", GuestError::MemoryLimit),
+    ] {
+        let runtime = Runtime::load(&options, &ModuleSource::Wasm(common::fixture(fixture)), 2).unwrap();
+        let mut reusable = Reusable::default();
+        for _ in 0..3 {
+            let err = runtime.decide_fresh(head, NOW as f64).unwrap_err();
+            assert_eq!(err, expected, "{fixture}");
+            let err = runtime.decide_reused(&mut reusable, head, NOW as f64).unwrap_err();
+            assert_eq!(err, expected, "{fixture}");
+            assert!(!reusable.is_live(), "{fixture}: a failed instance is discarded");
+        }
+        assert_eq!(expected.status(), if fixture == "loop" { 503 } else { 500 });
+    }
+    // The eval binary reports them as lines and exits 0.
+    let input = NO_TOKEN.repeat(2);
+    let output = eval(&["--wasm", common::fixture("loop").to_str().unwrap(), "--deadline-ms", "20"], &input);
+    assert!(output.status.success());
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let line: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["status"], 503);
+        assert_eq!(line["reason"], "guest exceeded its CPU deadline");
+    }
+}
