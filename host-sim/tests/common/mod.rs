@@ -37,10 +37,11 @@ pub fn config() -> gateway_config::GatewayConfig {
     gateway_config::load(&root().join("gateway.toml")).expect("gateway.toml loads")
 }
 
-/// Engine options for tests that are not about the deadline: a generous one,
-/// so that a busy machine never turns a decision into a 503.
+/// Engine options for tests that are not about the deadline: the defaults.
+/// The deadline counts the guest's own CPU time, so a busy machine does not
+/// turn a decision into a 503.
 pub fn relaxed() -> EngineOptions {
-    EngineOptions { deadline_ms: 2_000.0, ..EngineOptions::default() }
+    EngineOptions::default()
 }
 
 /// A runtime over the real module.
