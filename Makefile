@@ -22,7 +22,8 @@ worker: setup
 
 ## test: every test: unit, integration through the real module, end to end
 test: worker
-	$(CARGO) test --workspace --release
+	$(CARGO) build --release -p host-sim
+	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
 ## lint: formatting and clippy, warnings as errors

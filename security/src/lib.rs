@@ -1,1 +1,251 @@
-//! Attack corpus and differential tests of the gateway module (see tests/).
+//! Attack corpus and differential tests of the gateway module (see `tests/`).
+//!
+//! This library holds what the tests and the fuzz targets share: minting
+//! HS256 tokens, building request heads, deciding a request with the gateway
+//! behind one trait (the native rlib here; the real `.wasm` module in the
+//! tests), reading a decision back, and checking the invariants every answer
+//! must meet whatever the input (`ABI.md`).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use worker::Rejection;
+use worker::abi::{INPUT_CAPACITY, Instance};
+
+/// A fixed clock for the corpus: 2027-01-15, past 2^31 and before 2^32.
+pub const NOW: u64 = 1_800_000_000;
+
+/// The compiled-in key the example config carries (the public demo key).
+pub fn demo_secret() -> &'static [u8] {
+    worker::config::COMPILED.keys[0].secret
+}
+
+/// The compiled-in configuration.
+pub fn config() -> &'static worker::Config<'static> {
+    &worker::config::COMPILED
+}
+
+/// Base64url without padding.
+pub fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The HMAC-SHA256 of `signing_input` under `secret`, base64url-encoded.
+pub fn sign(secret: &[u8], signing_input: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
+    mac.update(signing_input);
+    b64(&mac.finalize().into_bytes())
+}
+
+/// A compact JWS of `header` and `claims` (raw JSON bytes), signed with `secret`.
+pub fn mint(header: &[u8], claims: &[u8], secret: &[u8]) -> String {
+    let input = format!("{}.{}", b64(header), b64(claims));
+    let signature = sign(secret, input.as_bytes());
+    format!("{input}.{signature}")
+}
+
+/// A compact JWS signed with the compiled-in demo key.
+pub fn mint_demo(header: &str, claims: &str) -> String {
+    mint(header.as_bytes(), claims.as_bytes(), demo_secret())
+}
+
+/// True when `token` is a compact JWS whose signature is the HMAC of its
+/// first two parts under the demo key (an independent check of a forward).
+pub fn signed_by_demo_key(token: &[u8]) -> bool {
+    let Some(dot) = token.iter().rposition(|&b| b == b'.') else { return false };
+    sign(demo_secret(), &token[..dot]).as_bytes() == &token[dot + 1..]
+}
+
+/// The credentials of the last `Authorization: Bearer` field of `head`,
+/// found by a plain line scan (independent of the worker's parser).
+pub fn bearer_token_of(head: &[u8]) -> Option<&[u8]> {
+    let mut found = None;
+    for line in head.split(|&b| b == b'\n').skip(1) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
+        if !line[..colon].eq_ignore_ascii_case(b"authorization") {
+            continue;
+        }
+        let value = line[colon + 1..].trim_ascii();
+        found = match value.get(..6) {
+            Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer") => Some(value[6..].trim_ascii_start()),
+            _ => None,
+        };
+    }
+    found
+}
+
+/// A request head carrying `Authorization: Bearer <token>`.
+pub fn bearer_request(token: &str) -> Vec<u8> {
+    authorization_request(format!("Bearer {token}").as_bytes())
+}
+
+/// A request head carrying `Authorization: <value>` (raw bytes).
+pub fn authorization_request(value: &[u8]) -> Vec<u8> {
+    let mut head = b"GET /v1/orders?id=7 HTTP/1.1\r\nHost: gateway.example\r\nAuthorization: ".to_vec();
+    head.extend_from_slice(value);
+    head.extend_from_slice(b"\r\nAccept: application/json\r\n\r\n");
+    head
+}
+
+/// Something that decides a request head the way the module does.
+pub trait Gateway {
+    /// What it is, for messages ("native", "wasm").
+    fn name(&self) -> &'static str;
+    /// Decides `head` at Unix time `now` and returns the status and the output.
+    fn decide(&mut self, head: &[u8], now: f64) -> Decision;
+}
+
+/// The native rlib behind the same contract as the wasm exports: an
+/// [`Instance`], whose input buffer and 431 rule are the module's.
+pub struct Native {
+    instance: Box<Instance>,
+}
+
+impl Native {
+    /// A fresh instance with the compiled-in config.
+    pub fn new() -> Self {
+        Native { instance: Box::new(Instance::new()) }
+    }
+}
+
+impl Default for Native {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gateway for Native {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn decide(&mut self, head: &[u8], now: f64) -> Decision {
+        // As a host does: a head that does not fit is not written, only its length passed.
+        if let Some(slot) = self.instance.input_mut().get_mut(..head.len()) {
+            slot.copy_from_slice(head);
+        }
+        let len = u32::try_from(head.len()).unwrap_or(u32::MAX);
+        let status = self.instance.handle(len, now, worker::abi::compiled_config());
+        Decision { status, output: self.instance.output().to_vec() }
+    }
+}
+
+/// The biggest head a host hands to the module; longer ones are answered 431.
+pub const HEAD_CAPACITY: usize = INPUT_CAPACITY;
+
+/// One answer: the status and the output bytes (`ABI.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The HTTP status `handle` returned.
+    pub status: u32,
+    /// The output bytes.
+    pub output: Vec<u8>,
+}
+
+/// What a decision means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward to `upstream`, with the subject (empty for none).
+    Forward {
+        /// The upstream base URL.
+        upstream: String,
+        /// The subject, empty when the token has none.
+        subject: String,
+    },
+    /// Rejected for this reason.
+    Reject(Rejection),
+}
+
+impl Decision {
+    /// The output's `\n`-separated fields.
+    pub fn fields(&self) -> Vec<&[u8]> {
+        self.output.split(|&b| b == b'\n').collect()
+    }
+
+    /// The verdict, once [`Decision::check`] has passed.
+    pub fn verdict(&self) -> Result<Verdict, String> {
+        self.check()?;
+        let fields = self.fields();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        if self.status == 200 {
+            return Ok(Verdict::Forward { upstream: text(fields[0]), subject: text(fields[1]) });
+        }
+        let reason = text(fields[1]);
+        Rejection::ALL
+            .into_iter()
+            .find(|r| r.reason() == reason)
+            .map(Verdict::Reject)
+            .ok_or_else(|| format!("unknown reason {reason:?}"))
+    }
+
+    /// True for a forward decision.
+    pub fn accepted(&self) -> bool {
+        self.status == 200
+    }
+
+    /// The invariants every answer meets, whatever the request (`ABI.md`):
+    /// a known status; ASCII output; two fields for a forward and four for a
+    /// reject; a reject's reason is one of the gateway's, with that status,
+    /// error code and challenge; its body is JSON naming the same reason.
+    pub fn check(&self) -> Result<(), String> {
+        let fail = |why: &str| Err(format!("{why}: status {} output {:?}", self.status, self.shown()));
+        if !matches!(self.status, 200 | 400 | 401 | 431 | 500) {
+            return fail("unexpected status");
+        }
+        if !self.output.iter().all(|&b| b == b'\n' || (0x20..=0x7e).contains(&b)) {
+            return fail("output is not printable ASCII");
+        }
+        let fields = self.fields();
+        if self.status == 200 {
+            if fields.len() != 2 {
+                return fail("a forward has two fields");
+            }
+            let upstream = String::from_utf8_lossy(fields[0]);
+            if !config().routes.iter().any(|r| r.upstream == upstream) {
+                return fail("forward to an upstream that is not configured");
+            }
+            return Ok(());
+        }
+        if fields.len() != 4 {
+            return fail("a reject has four fields");
+        }
+        let reason = String::from_utf8_lossy(fields[1]);
+        let Some(rejection) = Rejection::ALL.into_iter().find(|r| r.reason() == reason) else {
+            return fail("unknown reason");
+        };
+        if u32::from(rejection.status()) != self.status {
+            return fail("status does not match the reason");
+        }
+        let code = rejection.error_code().map_or("", |c| c.as_str());
+        if fields[0] != code.as_bytes() {
+            return fail("error code does not match the reason");
+        }
+        let challenge = String::from_utf8_lossy(fields[2]);
+        let realm = format!("Bearer realm=\"{}\"", config().realm);
+        let challenge_ok = match (self.status, code) {
+            (500, _) => challenge.is_empty(),
+            (_, "") => challenge == realm,
+            _ => {
+                challenge
+                    == format!("{realm}, error=\"{code}\", error_description=\"{}\"", rejection.reason())
+            }
+        };
+        if !challenge_ok {
+            return fail("WWW-Authenticate does not match the reason");
+        }
+        match serde_json::from_slice::<serde_json::Value>(fields[3]) {
+            Ok(body) if body["error_description"] == rejection.reason() => Ok(()),
+            _ => fail("body is not JSON with the reason"),
+        }
+    }
+
+    /// The output as text, for messages.
+    pub fn shown(&self) -> String {
+        String::from_utf8_lossy(&self.output).into_owned()
+    }
+}

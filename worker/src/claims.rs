@@ -13,12 +13,14 @@
 //! - Strings are read raw, without unescaping. An escape in `aud` or `sub` is
 //!   refused, so that one audience can never be spelled two ways; an escape in
 //!   `iss` simply fails to match the configured issuer.
-//! - Duplicate members are refused (serde's derive reports them).
+//! - The text must be strict JSON nested at most 16 deep ([`crate::json`]);
+//!   duplicate members are refused (serde's derive reports them).
 
 use heapless::Vec;
 use serde::Deserialize;
 
 use crate::config::{Config, Route};
+use crate::json;
 use crate::reject::Rejection;
 use crate::route;
 
@@ -70,6 +72,9 @@ pub fn check<'c, 'a>(
     now: u64,
     config: &Config<'c>,
 ) -> Result<Grant<'c, 'a>, Rejection> {
+    if !json::is_strict(claims_json) {
+        return Err(Rejection::MalformedClaims);
+    }
     // serde-json-core has no `deserialize_any`, so "string or array" is read
     // as a string first and, when the value is an array, read again as one.
     match serde_json_core::from_slice::<RawClaims<'a, &'a str>>(claims_json) {
@@ -191,6 +196,8 @@ mod tests {
         duplicate_aud_as_array: claims(r#","exp":1800000100,"aud":["orders"],"aud":"admin""#) => Err(Rejection::MalformedClaims);
         malformed_json: claims(r#","exp":1800000100,"aud":"orders""#).replace('}', "") => Err(Rejection::MalformedClaims);
         not_an_object: "[1,2,3]" => Err(Rejection::MalformedClaims);
+        unknown_member_not_json: claims(r#","exp":1800000100,"aud":"orders","x":tru"#) => Err(Rejection::MalformedClaims);
+        bad_escape_in_unknown_member: claims(r#","exp":1800000100,"aud":"orders","x":"a\qb""#) => Err(Rejection::MalformedClaims);
         trailing_garbage: claims(r#","exp":1800000100,"aud":"orders""#) + "}" => Err(Rejection::MalformedClaims);
     }
 

@@ -11,6 +11,7 @@
 use serde::Deserialize;
 
 use crate::config::Key;
+use crate::json;
 use crate::reject::Rejection;
 
 /// The header members the gateway reads. Unknown members are ignored;
@@ -39,6 +40,9 @@ impl<'de> Deserialize<'de> for Present {
 
 /// Checks the decoded header JSON and returns the key it selects.
 pub fn select_key<'c>(header_json: &[u8], keys: &'c [Key<'c>]) -> Result<&'c Key<'c>, Rejection> {
+    if !json::is_strict(header_json) {
+        return Err(Rejection::MalformedHeader);
+    }
     let (header, _) =
         serde_json_core::from_slice::<RawHeader<'_>>(header_json).map_err(|_| Rejection::MalformedHeader)?;
     if header.alg != Some("HS256") {
@@ -110,6 +114,8 @@ mod tests {
         truncated_json: r#"{"alg":"HS256""# => Err(Rejection::MalformedHeader);
         trailing_garbage: r#"{"alg":"HS256","kid":"k1"}x"# => Err(Rejection::MalformedHeader);
         empty: "" => Err(Rejection::MalformedHeader);
+        unknown_member_not_json: r#"{"alg":"HS256","kid":"k1","x":1 2 3}"# => Err(Rejection::MalformedHeader);
+        too_deep: &std::format!(r#"{{"alg":"HS256","kid":"k1","x":{}{}}}"#, "[".repeat(16), "]".repeat(16)) => Err(Rejection::MalformedHeader);
     }
 
     #[test]

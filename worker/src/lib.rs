@@ -9,9 +9,9 @@
 //! |---|---|---|
 //! | parse | [`request`] | request head (httparse, zero-copy) and its one bearer token |
 //! | split | [`jws`] | compact JWS parts, canonical base64url |
-//! | header | [`header`] | `alg` exactly HS256, `typ`, `crit`, key by `kid` |
+//! | header | [`header`] | strict JSON ([`json`]); `alg` exactly HS256, `typ`, `crit`, key by `kid` |
 //! | verify | [`signature`] | HMAC-SHA256, constant-time comparison |
-//! | claims | [`claims`] | `exp`/`nbf`/`iat`, `iss`, `aud`, `sub` |
+//! | claims | [`claims`] | strict JSON; `exp`/`nbf`/`iat`, `iss`, `aud`, `sub` |
 //! | route | [`route`] | binary search of the sorted audience table |
 //! | respond | [`response`] | the decision in the output format |
 //!
@@ -26,6 +26,7 @@ pub mod claims;
 pub mod config;
 pub mod gateway;
 pub mod header;
+pub mod json;
 pub mod jws;
 pub mod reject;
 pub mod request;

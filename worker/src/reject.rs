@@ -51,7 +51,8 @@ pub enum Rejection {
     MalformedToken,
     /// A part holds a character outside base64url, padding, or non-canonical bits.
     BadEncoding,
-    /// The JOSE header is not a JSON object of the expected shape.
+    /// The JOSE header is not strict JSON (RFC 8259, nested at most 16 deep)
+    /// or not an object of the expected shape.
     MalformedHeader,
     /// `alg` is missing or not exactly `HS256`.
     UnsupportedAlgorithm,
@@ -67,8 +68,9 @@ pub enum Rejection {
     MissingSignature,
     /// The HMAC does not match (or is not 32 bytes).
     BadSignature,
-    /// The claims are not a JSON object of the expected shape (bad JSON, wrong
-    /// types, duplicate keys, too many audiences).
+    /// The claims are not strict JSON (RFC 8259, nested at most 16 deep) or
+    /// not an object of the expected shape (wrong types, duplicate keys, too
+    /// many audiences).
     MalformedClaims,
     /// A string the gateway compares or forwards uses a JSON escape, which
     /// could spell one value two ways.

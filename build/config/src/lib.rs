@@ -143,7 +143,7 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.file.display())?;
         match &self.kind {
-            ConfigErrorKind::Unreadable(why) => write!(f, "cannot read: {why}"),
+            ConfigErrorKind::Unreadable(why) => write!(f, "cannot read: {}", OneLine(why)),
             ConfigErrorKind::Syntax(why) => write!(f, "{}", why.lines().next().unwrap_or(why)),
             ConfigErrorKind::BadText { entry, why } => write!(f, "{entry} {why}"),
             ConfigErrorKind::LeewayTooLarge(n) => {
@@ -157,10 +157,10 @@ impl fmt::Display for ConfigError {
                 write!(f, "{entry} needs exactly one of env = \"VAR\", file = \"PATH\" or demo = \"...\"")
             }
             ConfigErrorKind::KeyEnvMissing { entry, var } => {
-                write!(f, "{entry}.env names {var}, which is not set")
+                write!(f, "{entry}.env names {}, which is not set", OneLine(var))
             }
             ConfigErrorKind::KeyFileUnreadable { entry, path, why } => {
-                write!(f, "{entry}.file {}: {why}", path.display())
+                write!(f, "{entry}.file {}: {}", OneLine(&path.display().to_string()), OneLine(why))
             }
             ConfigErrorKind::KeyEncoding { entry, encoding } => {
                 write!(f, "{entry} is not valid {encoding}")
@@ -170,20 +170,37 @@ impl fmt::Display for ConfigError {
                 "{entry} is {bytes} bytes; HS256 keys must be at least {MIN_KEY_BYTES} bytes (RFC 7518 section 3.2)"
             ),
             ConfigErrorKind::DuplicateKid { entry, kid } => {
-                write!(f, "{entry}.kid \"{kid}\" is already used by another key")
+                write!(f, "{entry}.kid {kid:?} is already used by another key")
             }
             ConfigErrorKind::DuplicateAudience { entry, aud } => {
-                write!(f, "{entry}.aud \"{aud}\" is already routed by another entry")
+                write!(f, "{entry}.aud {aud:?} is already routed by another entry")
             }
             ConfigErrorKind::BadUpstream { entry, upstream } => write!(
                 f,
-                "{entry}.upstream \"{upstream}\" must be an absolute http:// or https:// URL with a host"
+                "{entry}.upstream {upstream:?} must be an http:// or https:// URL: host, optional port, optional path"
             ),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
+
+/// Shows text from the config or the system with control characters
+/// escaped, so that an error stays one line whatever the input.
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// How key material is spelled in its source.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -335,15 +352,30 @@ fn check_text(entry: &str, text: &str, rule: TextRule) -> Result<(), ConfigError
     Ok(())
 }
 
+/// `http://` or `https://`, a host (a DNS name, an IPv4 address, or an IPv6
+/// address in brackets), an optional port, and an optional path of URL path
+/// characters. No user info, query or fragment: the request's own path and
+/// query are appended to it.
 fn is_upstream_url(url: &str) -> bool {
-    let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
-    match rest {
-        Some(rest) => {
-            let host = rest.split('/').next().unwrap_or("");
-            !host.is_empty() && url.len() <= MAX_TEXT_LEN && url.bytes().all(|b| (0x21..=0x7e).contains(&b))
-        }
-        None => false,
-    }
+    let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
+        return false;
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    // The port follows the last ':' outside an IPv6 address's brackets.
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => (&authority[..i], Some(&authority[i + 1..])),
+        _ => (authority, None),
+    };
+    let host_ok = if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+    } else {
+        !host.is_empty()
+            && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && !host.starts_with(['.', '-'])
+    };
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0));
+    let path_ok = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/%".contains(&b));
+    url.len() <= MAX_TEXT_LEN && host_ok && port_ok && path_ok
 }
 
 fn read_key(
@@ -568,8 +600,30 @@ mod tests {
             assert!(!line.contains('\n'), "{line}");
         }
         assert!(err_line("[[routes]]\naud=\"a\"\nupstream=\"http://h\"\n").contains("no [[keys]]"));
-        let bad_upstream = minimal("").replace("http://127.0.0.1:1/", "ftp://h");
-        assert!(err_line(&bad_upstream).contains("routes[0].upstream"));
+        for bad in [
+            "ftp://h",
+            "http://",
+            "http://12pt7//12:.0.0.1:9L\\\\",
+            "http://h:0",
+            "http://h:99999",
+            "http://h:x",
+            "http://u@h",
+            "http://h/a?b",
+            "http://h/a#b",
+            "http://[zz]",
+            "http://.h",
+            "http://h\\ny",
+        ] {
+            let bad_upstream = minimal("").replace("http://127.0.0.1:1/", bad);
+            let line = err_line(&bad_upstream);
+            assert!(line.contains("routes[0].upstream"), "{bad}: {line}");
+            assert!(!line.contains('\n'), "{line}");
+        }
+        for good in
+            ["http://h", "https://api.example.com:8443/v1/", "http://[::1]:9000", "http://10.0.0.1/a/b"]
+        {
+            assert!(parse_with(&minimal("").replace("http://127.0.0.1:1/", good), &[]).is_ok(), "{good}");
+        }
         let two_sources = minimal("").replace("demo =", "env = \"X\"\ndemo =");
         assert!(err_line(&two_sources).contains("keys[0] needs exactly one of"));
     }

@@ -1,0 +1,1024 @@
+//! The attack corpus: for each threat of RFC 8725 (JWT Best Current
+//! Practices) section 2, and each rule of its section 3, requests that must
+//! be answered with a given status and reason. Every case runs through every
+//! gateway of `common::gateways()`: the real `dist/gateway.wasm` in wasmtime,
+//! and the native rlib (the same code), and both must agree with the table.
+//!
+//! The corpus is data (`corpus()`); the assertions are in the tests at the end.
+//! `FUZZ_SEED_DIR=dir cargo test --release -p gateway-security --test attacks
+//! -- --ignored write_fuzz_seeds` writes every case as a seed for the fuzzers.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use gateway_security::{
+    HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint, mint_demo, sign,
+};
+use worker::Rejection::{self, *};
+
+/// What a case must produce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expect {
+    /// Forwarded to the route of this audience, with this subject.
+    Forward(&'static str, &'static str),
+    /// Rejected for this reason (the reason fixes the status and error code).
+    Reject(Rejection),
+}
+
+struct Case {
+    name: String,
+    head: Vec<u8>,
+    now: f64,
+    expect: Expect,
+}
+
+const ISS: &str = "https://auth.example.com";
+const HEADER: &str = r#"{"alg":"HS256","typ":"JWT","kid":"demo"}"#;
+const EXP: u64 = NOW + 600;
+
+/// An RSA public key in PEM, as an attacker would find it published: the
+/// key-confusion attack uses its text as an HMAC secret.
+const RSA_PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAxLIJaXprsWR8X2N4WxpC
+Gb3aNqILUvhvjsrxY2UdBRKPUmYYl1pzA/SpHXbAALMykekZF/ecStf3Z0VsY+e+
+IJUZCc2G9jlxORqayrm8KmRHka0L3RoQfNDN0+Ht3ZUQqVZ66rdFPsLohZVwzYQl
+a2650pzk/qwVZjPPIx20doLtiPeIJrpkls2mN/S2QU8ZfnOt6EvzOHQHuX2iHSOJ
+8z5e1vN1ZXRKJvYhNk8kCqK+6kQ5JuWhgYqN2KOSiF8JKfEOf3BHuy9GucOnO86N
+nxmXbiXrWzW9PG0Y5DZ/1/DufLmUndnGhkKAFFTxdDoXiLgah5dGu/xCmxWFzCdU
+BQIDAQAB
+-----END PUBLIC KEY-----
+";
+
+/// An attacker's own HMAC key, 32 bytes.
+const ATTACKER_KEY: &[u8] = b"attacker-controlled-key-32-bytes";
+
+/// Claims that pass every check, with `extra` members spliced in at the end.
+fn claims_with(extra: &str) -> String {
+    format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"alice"{extra}}}"#)
+}
+
+fn good_claims() -> String {
+    claims_with("")
+}
+
+fn good_token() -> String {
+    mint_demo(HEADER, &good_claims())
+}
+
+/// The three parts of the good token.
+fn parts() -> (String, String, String) {
+    let token = good_token();
+    let mut it = token.split('.').map(str::to_owned);
+    (it.next().unwrap(), it.next().unwrap(), it.next().unwrap())
+}
+
+/// A token whose header is `header`, signed with the demo key.
+fn with_header(header: &str) -> String {
+    mint_demo(header, &good_claims())
+}
+
+/// A token whose claims are `claims`, signed with the demo key.
+fn with_claims(claims: &str) -> String {
+    mint_demo(HEADER, claims)
+}
+
+/// The "none" algorithm: header and claims, an empty signature.
+fn unsigned(header: &str) -> String {
+    format!("{}.{}.", b64(header.as_bytes()), b64(good_claims().as_bytes()))
+}
+
+fn corpus() -> Vec<Case> {
+    let mut cases = Vec::new();
+    let mut add = |name: &str, head: Vec<u8>, expect: Expect| {
+        cases.push(Case { name: name.to_owned(), head, now: NOW as f64, expect });
+    };
+    let bearer = |token: &str| bearer_request(token);
+    let (h, p, s) = parts();
+    use Expect::{Forward, Reject};
+
+    // The baseline: what a good request gets.
+    add("a valid token", bearer(&good_token()), Forward("orders", "alice"));
+    add(
+        "a token without kid (one key configured)",
+        bearer(&with_header(r#"{"alg":"HS256"}"#)),
+        Forward("orders", "alice"),
+    );
+    add(
+        "typ at+jwt",
+        bearer(&with_header(r#"{"alg":"HS256","typ":"at+jwt","kid":"demo"}"#)),
+        Forward("orders", "alice"),
+    );
+
+    // RFC 8725 2.1 / 3.1: alg none and its case variants, signed or not.
+    for alg in ["none", "None", "NONE", "nOnE", "none ", ""] {
+        let header = format!(r#"{{"alg":"{alg}","typ":"JWT"}}"#);
+        add(&format!("alg {alg:?}, empty signature"), bearer(&unsigned(&header)), Reject(MissingSignature));
+        add(&format!("alg {alg:?}, signed"), bearer(&with_header(&header)), Reject(UnsupportedAlgorithm));
+    }
+    add(
+        "alg none, no signature part",
+        bearer(unsigned(r#"{"alg":"none"}"#).trim_end_matches('.')),
+        Reject(MalformedToken),
+    );
+    // Case variants and look-alikes of HS256 itself: the comparison is exact.
+    for alg in
+        ["hs256", "Hs256", "HS256 ", " HS256", "HS2560", "HS25", "HS384", "HS512", "ES256", "PS256", "EdDSA"]
+    {
+        let header = format!(r#"{{"alg":"{alg}","kid":"demo"}}"#);
+        add(&format!("alg {alg:?}"), bearer(&with_header(&header)), Reject(UnsupportedAlgorithm));
+    }
+    add(
+        "alg escaped HS256",
+        bearer(&with_header(r#"{"alg":"HS\u0032\u0035\u0036","kid":"demo"}"#)),
+        Reject(UnsupportedAlgorithm),
+    );
+    add(
+        "alg with an escaped NUL",
+        bearer(&with_header(r#"{"alg":"HS256\u0000","kid":"demo"}"#)),
+        Reject(UnsupportedAlgorithm),
+    );
+    add("alg missing", bearer(&with_header(r#"{"kid":"demo"}"#)), Reject(UnsupportedAlgorithm));
+    add("alg null", bearer(&with_header(r#"{"alg":null,"kid":"demo"}"#)), Reject(UnsupportedAlgorithm));
+    add(
+        "alg as an array",
+        bearer(&with_header(r#"{"alg":["HS256"],"kid":"demo"}"#)),
+        Reject(MalformedHeader),
+    );
+    add("alg as a number", bearer(&with_header(r#"{"alg":256,"kid":"demo"}"#)), Reject(MalformedHeader));
+
+    // RFC 8725 2.1 / 3.1: HS/RS key confusion.
+    // An RS256 header over an HMAC made with the gateway's own key: the alg is refused.
+    add(
+        "RS256 header, HMAC with the gateway key",
+        bearer(&with_header(r#"{"alg":"RS256","typ":"JWT","kid":"demo"}"#)),
+        Reject(UnsupportedAlgorithm),
+    );
+    // An HS256 token whose HMAC key is the text of a published RSA public key:
+    // the gateway never takes a key from the token, so the HMAC does not match.
+    let pem_signed = mint(HEADER.as_bytes(), good_claims().as_bytes(), RSA_PUBLIC_PEM.as_bytes());
+    add("HS256 signed with a PEM public key as secret", bearer(&pem_signed), Reject(BadSignature));
+    let pem_signed_nokid = mint(br#"{"alg":"HS256"}"#, good_claims().as_bytes(), RSA_PUBLIC_PEM.as_bytes());
+    add("HS256 without kid signed with a PEM public key", bearer(&pem_signed_nokid), Reject(BadSignature));
+    let der_signed =
+        mint(HEADER.as_bytes(), good_claims().as_bytes(), RSA_PUBLIC_PEM.lines().nth(1).unwrap().as_bytes());
+    add("HS256 signed with base64 of the public key", bearer(&der_signed), Reject(BadSignature));
+
+    // RFC 8725 2.1 / 3.3: signature stripping, truncation, corruption.
+    add("signature stripped (trailing dot)", bearer(&format!("{h}.{p}.")), Reject(MissingSignature));
+    add("signature stripped (no dot)", bearer(&format!("{h}.{p}")), Reject(MalformedToken));
+    for len in [1, 20, 42] {
+        add(
+            &format!("signature truncated to {len} characters"),
+            bearer(&format!("{h}.{p}.{}", &s[..len])),
+            Reject(BadSignature),
+        );
+    }
+    add("signature with one character more", bearer(&format!("{h}.{p}.{s}A")), Reject(BadSignature));
+    add(
+        "signature of 64 bytes (HS512 length)",
+        bearer(&format!("{h}.{p}.{}", "A".repeat(86))),
+        Reject(BadSignature),
+    );
+    add("signature all zero bits", bearer(&format!("{h}.{p}.{}", "A".repeat(43))), Reject(BadSignature));
+    let mut flipped = s.clone().into_bytes();
+    flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
+    add(
+        "signature with its first character changed",
+        bearer(&format!("{h}.{p}.{}", String::from_utf8(flipped).unwrap())),
+        Reject(BadSignature),
+    );
+    // The last of 43 characters carries 4 bits and 2 spare bits: setting a spare
+    // bit spells the same bytes another way, which is refused.
+    let last = s.as_bytes()[42];
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let index = alphabet.iter().position(|&c| c == last).unwrap();
+    let respelled = format!("{}{}", &s[..42], alphabet[index ^ 1] as char);
+    add(
+        "signature with non-canonical trailing bits",
+        bearer(&format!("{h}.{p}.{respelled}")),
+        Reject(BadEncoding),
+    );
+    add(
+        "signature from another token",
+        bearer(&format!("{h}.{}.{s}", b64(claims_with(r#","x":1"#).as_bytes()))),
+        Reject(BadSignature),
+    );
+    add(
+        "signature by an unknown key",
+        bearer(&mint(HEADER.as_bytes(), good_claims().as_bytes(), ATTACKER_KEY)),
+        Reject(BadSignature),
+    );
+    add(
+        "header swapped after signing",
+        bearer(&format!("{}.{p}.{s}", b64(br#"{"alg":"HS256","kid":"demo"}"#))),
+        Reject(BadSignature),
+    );
+
+    // RFC 8725 2.9 / 3.10: kid tricks. Keys come only from the compiled-in table.
+    for kid in [
+        "../../../../dev/null",
+        "/etc/passwd",
+        "demo/../demo",
+        "x' UNION SELECT 'key",
+        "DEMO",
+        "demo ",
+        " demo",
+        "",
+        "d\\u0065mo",
+        "demo\\u0000",
+        "\\u0000",
+        "%00demo",
+    ] {
+        let header = format!(r#"{{"alg":"HS256","kid":"{kid}"}}"#);
+        add(&format!("kid {kid:?}"), bearer(&with_header(&header)), Reject(UnknownKey));
+    }
+    add(
+        "kid of 150 characters",
+        bearer(&format!(
+            "{}.e30.AAAA",
+            b64(format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(150)).as_bytes())
+        )),
+        Reject(UnknownKey),
+    );
+    add(
+        "kid that makes the token too long",
+        bearer(&with_header(&format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(400)))),
+        Reject(TokenTooLong),
+    );
+    add("kid as a number", bearer(&with_header(r#"{"alg":"HS256","kid":7}"#)), Reject(MalformedHeader));
+    add(
+        "kid as an object",
+        bearer(&with_header(r#"{"alg":"HS256","kid":{"k":"demo"}}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "kid null (as if absent)",
+        bearer(&with_header(r#"{"alg":"HS256","kid":null}"#)),
+        Forward("orders", "alice"),
+    );
+    add(
+        "kid with a raw NUL byte (not JSON)",
+        bearer(&mint(
+            b"{\"alg\":\"HS256\",\"kid\":\"demo\0\"}",
+            good_claims().as_bytes(),
+            gateway_security::demo_secret(),
+        )),
+        Reject(MalformedHeader),
+    );
+
+    // RFC 8725 2.9 / 3.10: jku, x5u, jwk, x5c point at (or carry) the attacker's key.
+    let attacker = |header: &str| mint(header.as_bytes(), good_claims().as_bytes(), ATTACKER_KEY);
+    add(
+        "jku to an attacker's key set",
+        bearer(&attacker(r#"{"alg":"HS256","jku":"https://evil.example/k"}"#)),
+        Reject(BadSignature),
+    );
+    add(
+        "x5u to an attacker's certificate",
+        bearer(&attacker(r#"{"alg":"HS256","x5u":"https://evil.example/c"}"#)),
+        Reject(BadSignature),
+    );
+    add(
+        "embedded jwk with the attacker's key",
+        bearer(&attacker(r#"{"alg":"HS256","jwk":{"kty":"oct","k":"YQ"}}"#)),
+        Reject(BadSignature),
+    );
+    add(
+        "jku with kid demo",
+        bearer(&attacker(r#"{"alg":"HS256","kid":"demo","jku":"https://e.x/k"}"#)),
+        Reject(BadSignature),
+    );
+
+    // RFC 7515 4.1.11: crit names extensions the gateway does not understand.
+    add(
+        "crit [b64] with b64 true",
+        bearer(&with_header(r#"{"alg":"HS256","kid":"demo","b64":true,"crit":["b64"]}"#)),
+        Reject(CriticalHeader),
+    );
+    add(
+        "crit [exp]",
+        bearer(&with_header(r#"{"alg":"HS256","crit":["exp"],"exp":1}"#)),
+        Reject(CriticalHeader),
+    );
+    add("crit empty", bearer(&with_header(r#"{"alg":"HS256","crit":[]}"#)), Reject(CriticalHeader));
+    add("crit null", bearer(&with_header(r#"{"alg":"HS256","crit":null}"#)), Reject(CriticalHeader));
+
+    // RFC 8725 2.8 / 3.11: explicit typing.
+    for typ in ["JOSE", "JOSE+JSON", "secevent+jwt", "dpop+jwt", "application/jwt", "JWT ", "jwt+at"] {
+        add(
+            &format!("typ {typ:?}"),
+            bearer(&with_header(&format!(r#"{{"alg":"HS256","typ":"{typ}"}}"#))),
+            Reject(UnsupportedType),
+        );
+    }
+    add(
+        "typ escaped JWT",
+        bearer(&with_header(r#"{"alg":"HS256","typ":"J\u0057T"}"#)),
+        Reject(UnsupportedType),
+    );
+    add("typ as a number", bearer(&with_header(r#"{"alg":"HS256","typ":1}"#)), Reject(MalformedHeader));
+
+    // RFC 8725 2.6 / 3.7: one spelling per value. Duplicate members.
+    add(
+        "duplicate alg (HS256 then none)",
+        bearer(&with_header(r#"{"alg":"HS256","alg":"none"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "duplicate alg (none then HS256)",
+        bearer(&with_header(r#"{"alg":"none","alg":"HS256"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "duplicate kid",
+        bearer(&with_header(r#"{"alg":"HS256","kid":"demo","kid":"x"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "duplicate typ",
+        bearer(&with_header(r#"{"alg":"HS256","typ":"JWT","typ":"JOSE"}"#)),
+        Reject(MalformedHeader),
+    );
+    for (claim, value) in [("exp", "1"), ("aud", r#""billing""#), ("iss", r#""x""#), ("sub", r#""root""#)] {
+        add(
+            &format!("duplicate {claim} claim"),
+            bearer(&with_claims(&claims_with(&format!(r#","{claim}":{value}"#)))),
+            Reject(MalformedClaims),
+        );
+    }
+    for claim in ["nbf", "iat"] {
+        add(
+            &format!("duplicate {claim} claim"),
+            bearer(&with_claims(&claims_with(&format!(r#","{claim}":1,"{claim}":2"#)))),
+            Reject(MalformedClaims),
+        );
+    }
+    // Escapes: an audience or subject has one spelling only.
+    for aud in [
+        r#""\u006frders""#,
+        r#""ord\u0065rs""#,
+        r#""orders\u0000""#,
+        r#""\/orders""#,
+        r#"["\u006frders"]"#,
+        r#"["users","ord\u0065rs"]"#,
+    ] {
+        add(
+            &format!("escaped aud {aud}"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            Reject(EscapedString),
+        );
+    }
+    add(
+        "escaped sub (CRLF injection)",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\r\nX-Admin: 1"}}"#
+        ))),
+        Reject(EscapedString),
+    );
+    add(
+        "escaped iss",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"https:\/\/auth.example.com","aud":"orders","exp":{EXP}}}"#
+        ))),
+        Reject(WrongIssuer),
+    );
+    add(
+        "sub with UTF-8",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"zoë"}}"#))),
+        Reject(SubjectNotHeaderSafe),
+    );
+    add(
+        "sub with a raw tab (not JSON)",
+        bearer(&with_claims(&format!(
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\tb\"}}"
+        ))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "sub with a raw newline (not JSON)",
+        bearer(&with_claims(&format!(
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\nb\"}}"
+        ))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "sub with DEL",
+        bearer(&with_claims(&format!(
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\u{7f}b\"}}"
+        ))),
+        Reject(SubjectNotHeaderSafe),
+    );
+    for (name, member) in [
+        ("a bad literal", r#""x":tru"#),
+        ("a bad escape", r#""x":"a\qb""#),
+        ("numbers in a row", r#""x":1 2 3"#),
+        ("a leading zero", r#""x":01"#),
+        ("a trailing comma", r#""x":[1,]"#),
+    ] {
+        add(
+            &format!("an unknown claim with {name} (not JSON)"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},{member}}}"#))),
+            Reject(MalformedClaims),
+        );
+        add(
+            &format!("an unknown header member with {name} (not JSON)"),
+            bearer(&with_header(&format!(r#"{{"alg":"HS256",{member}}}"#))),
+            Reject(MalformedHeader),
+        );
+    }
+    add(
+        "sub as a number",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":7}}"#))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "sub with a DEL character",
+        bearer(&with_claims(&format!(
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\u{7f}\"}}"
+        ))),
+        Reject(SubjectNotHeaderSafe),
+    );
+    let mut bad_utf8 = claims_with("").into_bytes();
+    let at = bad_utf8.iter().position(|&b| b == b'l').unwrap(); // in "alice"
+    bad_utf8[at] = 0xff;
+    add(
+        "sub with an invalid UTF-8 byte",
+        bearer(&mint(HEADER.as_bytes(), &bad_utf8, gateway_security::demo_secret())),
+        Reject(MalformedClaims),
+    );
+    add(
+        "header with a BOM",
+        bearer(&mint(
+            "\u{feff}{\"alg\":\"HS256\"}".as_bytes(),
+            good_claims().as_bytes(),
+            gateway_security::demo_secret(),
+        )),
+        Reject(MalformedHeader),
+    );
+    add("header not an object", bearer(&with_header(r#"["HS256"]"#)), Reject(MalformedHeader));
+    add(
+        "header with trailing data",
+        bearer(&with_header(r#"{"alg":"HS256"}{"alg":"none"}"#)),
+        Reject(MalformedHeader),
+    );
+    add("claims not an object", bearer(&with_claims("[]")), Reject(MalformedClaims));
+    add(
+        "claims with trailing data",
+        bearer(&with_claims(&format!("{}{{}}", good_claims()))),
+        Reject(MalformedClaims),
+    );
+
+    // RFC 8725 2.7 / 3.9: audience substitution.
+    for aud in
+        [r#""admin""#, r#""Orders""#, r#""orders ""#, r#""""#, r#"[]"#, r#"["admin","root"]"#, r#"null"#]
+    {
+        let expect = if matches!(aud, "[]" | "null") { MissingAudience } else { NoRoute };
+        add(
+            &format!("aud {aud}"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            Reject(expect),
+        );
+    }
+    add(
+        "no aud",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","exp":{EXP}}}"#))),
+        Reject(MissingAudience),
+    );
+    add(
+        "aud list, first routed wins",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":["admin","users","orders"],"exp":{EXP}}}"#))),
+        Forward("users", ""),
+    );
+    add(
+        "aud list of nine",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":["1","2","3","4","5","6","7","8","orders"],"exp":{EXP}}}"#
+        ))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "aud as a number",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":1,"exp":{EXP}}}"#))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "aud list with a number",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":["orders",1],"exp":{EXP}}}"#))),
+        Reject(MalformedClaims),
+    );
+
+    // RFC 8725 3.8: issuer.
+    add(
+        "wrong iss",
+        bearer(&with_claims(&format!(r#"{{"iss":"https://evil.example","aud":"orders","exp":{EXP}}}"#))),
+        Reject(WrongIssuer),
+    );
+    add("no iss", bearer(&with_claims(&format!(r#"{{"aud":"orders","exp":{EXP}}}"#))), Reject(WrongIssuer));
+    add(
+        "iss as a list",
+        bearer(&with_claims(&format!(r#"{{"iss":["{ISS}"],"aud":"orders","exp":{EXP}}}"#))),
+        Reject(MalformedClaims),
+    );
+    add(
+        "iss with a trailing slash",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}/","aud":"orders","exp":{EXP}}}"#))),
+        Reject(WrongIssuer),
+    );
+
+    // Time (RFC 7519 4.1.4-5), with the configured 30 s leeway.
+    let timed = |exp: &str, nbf: &str| {
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp}{nbf}}}"#)))
+    };
+    add(
+        "no exp",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders"}}"#))),
+        Reject(MissingExpiry),
+    );
+    add("exp null", timed("null", ""), Reject(MissingExpiry));
+    add("exp 31 s ago (beyond leeway)", timed(&(NOW - 31).to_string(), ""), Reject(Expired));
+    add("exp 30 s ago (within leeway)", timed(&(NOW - 30).to_string(), ""), Forward("orders", ""));
+    add("exp 0", timed("0", ""), Reject(Expired));
+    add("exp u64 max", timed("18446744073709551615", ""), Forward("orders", ""));
+    add("exp beyond u64", timed("18446744073709551616", ""), Reject(MalformedClaims));
+    add("exp as a string", timed(&format!("\"{EXP}\""), ""), Reject(MalformedClaims));
+    add("exp as a float", timed(&format!("{EXP}.0"), ""), Reject(MalformedClaims));
+    add("exp in exponent form", timed("1.9e9", ""), Reject(MalformedClaims));
+    add("exp negative", timed("-1", ""), Reject(MalformedClaims));
+    add("exp with a leading zero", timed(&format!("0{EXP}"), ""), Reject(MalformedClaims));
+    add(
+        "nbf 31 s ahead (beyond leeway)",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}"#, NOW + 31)),
+        Reject(NotYetValid),
+    );
+    add(
+        "nbf 30 s ahead (within leeway)",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}"#, NOW + 30)),
+        Forward("orders", ""),
+    );
+    add("nbf u64 max", timed(&EXP.to_string(), r#","nbf":18446744073709551615"#), Reject(NotYetValid));
+    add("nbf as a string", timed(&EXP.to_string(), r#","nbf":"0""#), Reject(MalformedClaims));
+    add("iat as a string", timed(&EXP.to_string(), r#","iat":"now""#), Reject(MalformedClaims));
+
+    // RFC 7515 7.1 / RFC 8725 3.11 (strict base64url): padding and non-alphabet characters in each part.
+    let spots: [(&str, Place<'_>); 3] = [
+        ("header", Box::new(|x: &str| format!("{h}{x}.{p}.{s}"))),
+        ("payload", Box::new(|x: &str| format!("{h}.{p}{x}.{s}"))),
+        ("signature", Box::new(|x: &str| format!("{h}.{p}.{s}{x}"))),
+    ];
+    for (part, place) in &spots {
+        // '=' inside the token is not RFC 6750 b64token; at its very end it is, and the split refuses it.
+        let pad_expect = if *part == "signature" { BadEncoding } else { MalformedAuthorization };
+        add(&format!("padding after the {part}"), bearer(&place("=")), Reject(pad_expect));
+        add(&format!("double padding after the {part}"), bearer(&place("==")), Reject(pad_expect));
+        for c in ["+", "/", "~"] {
+            add(&format!("{c:?} in the {part}"), bearer(&place(c)), Reject(BadEncoding));
+        }
+        for c in ["%", "!", "*", "\"", ",", ";", "\\", "\u{e9}"] {
+            add(&format!("{c:?} in the {part}"), bearer(&place(c)), Reject(MalformedAuthorization));
+        }
+        add(&format!("a DEL in the {part}"), bearer(&place("\u{7f}")), Reject(MalformedRequest));
+        add(&format!("a space in the {part}"), bearer(&place(" x")), Reject(MalformedAuthorization));
+        add(&format!("a tab in the {part}"), bearer(&place("\tx")), Reject(MalformedAuthorization));
+    }
+    // A standard-alphabet token (+ and / instead of - and _).
+    let standard = good_token().replace('-', "+").replace('_', "/");
+    if standard != good_token() {
+        add("standard base64 alphabet", bearer(&standard), Reject(BadEncoding));
+    }
+    add(
+        "a NUL byte in the token",
+        authorization_request(format!("Bearer {h}.\0{p}.{s}").as_bytes()),
+        Reject(MalformedRequest),
+    );
+    add(
+        "a CR in the token",
+        authorization_request(format!("Bearer {h}.\r{p}.{s}").as_bytes()),
+        Reject(MalformedRequest),
+    );
+    add(
+        "a bare LF in the token",
+        authorization_request(format!("Bearer {h}.\n{p}.{s}").as_bytes()),
+        Reject(MalformedRequest),
+    );
+    add(
+        "a trailing space after the token",
+        authorization_request(format!("Bearer {}   ", good_token()).as_bytes()),
+        Forward("orders", "alice"),
+    );
+    add("non-canonical header base64", bearer(&format!("{}.{p}.{s}", respell_last(&h))), Reject(BadEncoding));
+    add("a header part of one character", bearer(&format!("e.{p}.{s}")), Reject(BadEncoding));
+
+    // Many dots, or too few.
+    add("four parts", bearer(&format!("{h}.{p}.{s}.{s}")), Reject(MalformedToken));
+    add("a JWE (five parts)", bearer(&format!("{h}.e30.e30.e30.AAAA")), Reject(MalformedToken));
+    add("a hundred dots", bearer(&".".repeat(100)), Reject(MalformedToken));
+    add("only dots", bearer(".."), Reject(MalformedToken));
+    add("empty header part", bearer(&format!(".{p}.{s}")), Reject(MalformedToken));
+    add("empty payload part", bearer(&format!("{h}..{s}")), Reject(MalformedToken));
+    add("one part", bearer(&h), Reject(MalformedToken));
+
+    // RFC 8725 2.5 is about ECDH; 2.3 about JWE: a token whose payload is not JSON.
+    add(
+        "deflated claims (zip DEF)",
+        bearer(&mint(
+            br#"{"alg":"HS256","zip":"DEF"}"#,
+            &[0x78, 0x9c, 0xab, 0xae, 0x05, 0x00],
+            gateway_security::demo_secret(),
+        )),
+        Reject(MalformedClaims),
+    );
+
+    // Where the token is and how it is introduced (RFC 6750 2.1).
+    let token = good_token();
+    add(
+        "token in the query string only",
+        format!("GET /v1/orders?access_token={token} HTTP/1.1\r\nHost: gw\r\n\r\n").into_bytes(),
+        Reject(MissingAuthorization),
+    );
+    add(
+        "token in a cookie only",
+        format!("GET / HTTP/1.1\r\nHost: gw\r\nCookie: access_token={token}\r\n\r\n").into_bytes(),
+        Reject(MissingAuthorization),
+    );
+    add(
+        "token in another header",
+        format!("GET / HTTP/1.1\r\nX-Authorization: Bearer {token}\r\n\r\n").into_bytes(),
+        Reject(MissingAuthorization),
+    );
+    add("token without a scheme", authorization_request(token.as_bytes()), Reject(UnsupportedScheme));
+    for scheme in ["Basic", "Token", "JWT", "Bearer:", "Bearer-", "Beare", "Bearerr", "DPoP", "MAC"] {
+        add(
+            &format!("scheme {scheme:?}"),
+            authorization_request(format!("{scheme} {token}").as_bytes()),
+            Reject(UnsupportedScheme),
+        );
+    }
+    for scheme in ["bearer", "BEARER", "bEaReR"] {
+        add(
+            &format!("scheme {scheme:?} is accepted"),
+            authorization_request(format!("{scheme} {token}").as_bytes()),
+            Forward("orders", "alice"),
+        );
+    }
+    add(
+        "two spaces after the scheme",
+        authorization_request(format!("Bearer  {token}").as_bytes()),
+        Forward("orders", "alice"),
+    );
+    add(
+        "a tab after the scheme",
+        authorization_request(format!("Bearer\t{token}").as_bytes()),
+        Reject(MalformedAuthorization),
+    );
+    add(
+        "a space then a tab after the scheme",
+        authorization_request(format!("Bearer \t{token}").as_bytes()),
+        Reject(MalformedAuthorization),
+    );
+    add("scheme alone", authorization_request(b"Bearer"), Reject(MalformedAuthorization));
+    add("scheme and spaces", authorization_request(b"Bearer   "), Reject(MalformedAuthorization));
+    add("empty Authorization", authorization_request(b""), Reject(UnsupportedScheme));
+    add(
+        "two Authorization headers",
+        format!("GET / HTTP/1.1\r\nAuthorization: Bearer {token}\r\nAuthorization: Bearer {token}\r\n\r\n")
+            .into_bytes(),
+        Reject(DuplicateAuthorization),
+    );
+    add(
+        "two Authorization headers, one empty",
+        format!("GET / HTTP/1.1\r\nAuthorization: Bearer {token}\r\nAUTHORIZATION:\r\n\r\n").into_bytes(),
+        Reject(DuplicateAuthorization),
+    );
+    // A runtime that joins repeated fields with ", " (fetch, workerd) makes one value of two tokens.
+    add(
+        "two tokens joined with a comma",
+        authorization_request(format!("Bearer {token}, Bearer {token}").as_bytes()),
+        Reject(MalformedAuthorization),
+    );
+    add(
+        "a token then a Basic header",
+        format!("GET / HTTP/1.1\r\nAuthorization: Bearer {token}\r\nAuthorization: Basic YTpi\r\n\r\n")
+            .into_bytes(),
+        Reject(DuplicateAuthorization),
+    );
+    add(
+        "a folded Authorization header",
+        format!("GET / HTTP/1.1\r\nAuthorization: Bearer\r\n {token}\r\n\r\n").into_bytes(),
+        Reject(MalformedRequest),
+    );
+    add(
+        "a space before the colon",
+        format!("GET / HTTP/1.1\r\nAuthorization : Bearer {token}\r\n\r\n").into_bytes(),
+        Reject(MalformedRequest),
+    );
+
+    // Size limits: the token buffer, the header count, the input buffer.
+    add("a 257-byte token", bearer(&"a".repeat(257)), Reject(TokenTooLong));
+    add("a 10 000-byte token", bearer(&"a".repeat(10_000)), Reject(TokenTooLong));
+    add(
+        "a 10 000-byte other header",
+        format!("GET / HTTP/1.1\r\nX-Big: {}\r\nAuthorization: Bearer {token}\r\n\r\n", "x".repeat(10_000))
+            .into_bytes(),
+        Forward("orders", "alice"),
+    );
+    add(
+        "a head one byte over the input buffer",
+        pad_head(&bearer(&token), HEAD_CAPACITY + 1),
+        Reject(HeadTooLarge),
+    );
+    add(
+        "a head exactly the input buffer",
+        pad_head(&bearer(&token), HEAD_CAPACITY),
+        Forward("orders", "alice"),
+    );
+    add("a 1 MiB head", pad_head(&bearer(&token), 1 << 20), Reject(HeadTooLarge));
+    add(
+        "65 header fields",
+        format!("GET / HTTP/1.1\r\n{}Authorization: Bearer {token}\r\n\r\n", "X-A: 1\r\n".repeat(64))
+            .into_bytes(),
+        Reject(TooManyHeaders),
+    );
+    add(
+        "64 header fields",
+        format!("GET / HTTP/1.1\r\n{}Authorization: Bearer {token}\r\n\r\n", "X-A: 1\r\n".repeat(63))
+            .into_bytes(),
+        Forward("orders", "alice"),
+    );
+
+    // Malformed heads.
+    add("an empty head", Vec::new(), Reject(IncompleteRequest));
+    add("a head without the blank line", bearer(&token)[..40].to_vec(), Reject(IncompleteRequest));
+    add(
+        "garbage bytes",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n".to_vec(),
+        Reject(MalformedRequest),
+    );
+    add("an HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(), Reject(MalformedRequest));
+    add(
+        "LF-only line ends",
+        format!("GET / HTTP/1.1\nAuthorization: Bearer {token}\n\n").into_bytes(),
+        Forward("orders", "alice"),
+    );
+
+    // Deep nesting: JSON may nest at most 16 deep, checked before any parser
+    // recurses, both before the signature (any client can send it) and after
+    // (in an ignored claim).
+    let deep = format!(r#"{{"alg":"HS256","x":{}"#, "[".repeat(160));
+    add(
+        "160 unclosed brackets in the header",
+        bearer(&format!("{}.e30.AAAA", b64(deep.as_bytes()))),
+        Reject(MalformedHeader),
+    );
+    let deep = format!(r#"{{"alg":"HS256","x":{}{}}}"#, "[".repeat(80), "]".repeat(80));
+    add(
+        "80 nested arrays in the header",
+        bearer(&format!("{}.e30.AAAA", b64(deep.as_bytes()))),
+        Reject(MalformedHeader),
+    );
+    let deep = format!(r#"{{"x":{}1{}}}"#, "{\"a\":".repeat(28), "}".repeat(28));
+    add(
+        "28 nested objects in the header",
+        bearer(&format!("{}.e30.AAAA", b64(deep.as_bytes()))),
+        Reject(MalformedHeader),
+    );
+    // The claims object is level 1, so a claim may hold 15 more levels.
+    for (levels, expect) in [(15, Forward("orders", "alice")), (16, Reject(MalformedClaims))] {
+        let nested = claims_with(&format!(r#","x":{}{}"#, "[".repeat(levels), "]".repeat(levels)));
+        add(
+            &format!("{levels} nested arrays in a claim"),
+            bearer(&mint(br#"{"alg":"HS256"}"#, nested.as_bytes(), gateway_security::demo_secret())),
+            expect,
+        );
+    }
+
+    // The host's clock (ABI.md): nonsense is the gateway's own failure.
+    let good = bearer(&token);
+    for (name, now) in
+        [("NaN", f64::NAN), ("negative", -1.0), ("infinite", f64::INFINITY), ("beyond 2^53", 9.1e15)]
+    {
+        cases.push(Case {
+            name: format!("clock {name}"),
+            head: good.clone(),
+            now,
+            expect: Reject(InvalidClock),
+        });
+    }
+    cases.push(Case {
+        name: "clock past 2038".into(),
+        head: bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"billing","exp":4102444800}}"#))),
+        now: 2_200_000_000.0,
+        expect: Forward("billing", ""),
+    });
+    cases.push(Case {
+        name: "clock a fraction of a second before expiry".into(),
+        head: timed(&(NOW - 30).to_string(), ""),
+        now: NOW as f64 + 0.999,
+        expect: Forward("orders", ""),
+    });
+    cases
+}
+
+/// Puts a string somewhere in a token.
+type Place<'a> = Box<dyn Fn(&str) -> String + 'a>;
+
+/// The same bytes with another spelling: the last character's spare bits set.
+fn respell_last(part: &str) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let last = *part.as_bytes().last().unwrap();
+    let index = alphabet.iter().position(|&c| c == last).unwrap();
+    format!("{}{}", &part[..part.len() - 1], alphabet[index ^ 1] as char)
+}
+
+/// `head` grown to exactly `len` bytes with a filler header before the blank line.
+fn pad_head(head: &[u8], len: usize) -> Vec<u8> {
+    let body = &head[..head.len() - 2]; // without the final CRLF
+    let filler_len = len - head.len() - "X-Pad: \r\n".len();
+    let mut out = body.to_vec();
+    out.extend_from_slice(b"X-Pad: ");
+    out.extend(std::iter::repeat_n(b'p', filler_len));
+    out.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(out.len(), len);
+    out
+}
+
+fn expected_verdict(expect: &Expect) -> Verdict {
+    match expect {
+        Expect::Forward(aud, subject) => {
+            let route = gateway_security::config().routes.iter().find(|r| r.audience == *aud).unwrap();
+            Verdict::Forward { upstream: route.upstream.to_owned(), subject: (*subject).to_owned() }
+        }
+        Expect::Reject(rejection) => Verdict::Reject(*rejection),
+    }
+}
+
+#[test]
+fn every_attack_gets_its_status_and_reason() {
+    let corpus = corpus();
+    let mut failures = Vec::new();
+    for mut gateway in common::gateways() {
+        for case in &corpus {
+            let decision = gateway.decide(&case.head, case.now);
+            let want = expected_verdict(&case.expect);
+            match decision.verdict() {
+                Ok(got) if got == want => {}
+                Ok(got) => {
+                    failures.push(format!("[{}] {}: want {want:?}, got {got:?}", gateway.name(), case.name))
+                }
+                Err(why) => failures.push(format!("[{}] {}: {why}", gateway.name(), case.name)),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        corpus.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_corpus_covers_every_rejection_the_request_path_can_give() {
+    let corpus = corpus();
+    // ScratchExhausted needs a misbuilt module; every other reason has a case.
+    let missing: Vec<Rejection> = Rejection::ALL
+        .into_iter()
+        // KeyIdRequired needs a build with two keys (worker's unit tests have it).
+        .filter(|r| !matches!(r, ScratchExhausted | KeyIdRequired))
+        .filter(|r| !corpus.iter().any(|c| c.expect == Expect::Reject(*r)))
+        .collect();
+    assert!(missing.is_empty(), "no case for {missing:?}");
+    assert!(corpus.len() >= 250, "{} cases", corpus.len());
+}
+
+#[test]
+fn an_instance_answers_the_whole_corpus_in_a_row_then_a_good_request() {
+    // Reuse mode: no state leaks from one request into the next.
+    let corpus = corpus();
+    for mut gateway in common::gateways() {
+        for case in &corpus {
+            gateway.decide(&case.head, case.now);
+        }
+        let decision = gateway.decide(&bearer_request(&good_token()), NOW as f64);
+        assert_eq!(decision.shown(), "http://127.0.0.1:9101\nalice", "[{}]", gateway.name());
+    }
+}
+
+#[test]
+fn the_deepest_json_a_token_can_carry_fits_in_a_32_kib_wasm_stack() {
+    // The header is parsed before the signature is checked, so any client can
+    // send the deepest nesting 256 bytes allow: 166 unclosed brackets. The
+    // strict JSON check refuses anything nested deeper than 16 before a
+    // parser recurses, so even a 32 KiB host wasm stack answers 401, not a
+    // trap (host-sim gives 64 KiB).
+    use host_sim::engine::{EngineOptions, ModuleSource};
+    let options = EngineOptions { no_deadline: true, max_wasm_stack: 32 << 10, ..EngineOptions::default() };
+    let runtime =
+        host_sim::instance::Runtime::load(&options, &ModuleSource::Wasm(common::module_path()), 2).unwrap();
+    let prefix = r#"{"alg":"HS256","x":"#;
+    let depth = (0..)
+        .take_while(|n| b64(format!("{prefix}{}", "[".repeat(*n)).as_bytes()).len() + 9 <= 256)
+        .last()
+        .unwrap();
+    assert!(depth >= 160, "{depth}");
+    for (header, expect) in [
+        (format!("{prefix}{}", "[".repeat(depth)), 401),
+        (format!(r#"{{"alg":"HS256","x":{}{}}}"#, "[".repeat(82), "]".repeat(82)), 401),
+    ] {
+        let token = format!("{}.e30.AAAA", b64(header.as_bytes()));
+        assert!(token.len() <= 256);
+        let outcome = runtime.decide_fresh(&bearer_request(&token), NOW as f64);
+        assert_eq!(outcome.map(|d| d.status()), Ok(expect), "{header}");
+    }
+}
+
+#[test]
+fn the_build_refuses_weak_keys() {
+    // RFC 8725 3.5 / RFC 7518 3.2: an HS256 key shorter than 32 bytes never compiles in.
+    let text = |key: &str| {
+        format!("[[keys]]\nkid = \"k\"\ndemo = \"{key}\"\n[[routes]]\naud = \"a\"\nupstream = \"http://h\"\n")
+    };
+    let parse = |key: &str| gateway_config::parse(&text(key), std::path::Path::new("t.toml"), &|_| None);
+    assert!(parse(&"k".repeat(31)).is_err());
+    assert!(parse(&"k".repeat(32)).is_ok());
+    assert!(parse("").is_err());
+}
+
+#[test]
+fn the_signing_key_is_never_in_an_answer() {
+    let secret = String::from_utf8_lossy(gateway_security::demo_secret()).into_owned();
+    for mut gateway in common::gateways() {
+        for case in corpus() {
+            let shown = gateway.decide(&case.head, case.now).shown();
+            assert!(!shown.contains(&secret), "[{}] {}", gateway.name(), case.name);
+        }
+    }
+}
+
+#[test]
+#[ignore = "writes fuzz seeds; run by fuzz/run.sh"]
+fn write_fuzz_seeds() {
+    // One folder per fuzz target, in the input format of each.
+    let Some(dir) = std::env::var_os("FUZZ_SEED_DIR") else { return };
+    let dir = std::path::PathBuf::from(dir);
+    let write = |target: &str, name: String, bytes: &[u8]| {
+        let folder = dir.join(target);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join(name), bytes).unwrap();
+    };
+    for (i, case) in corpus().iter().enumerate() {
+        // handler: 8 bytes of clock, then the head.
+        let mut seed = case.now.to_le_bytes().to_vec();
+        seed.extend_from_slice(&case.head);
+        write("handler", format!("attack-{i:04}"), &seed);
+        let Some(token) = gateway_security::bearer_token_of(&case.head) else { continue };
+        // token: the credentials.
+        write("token", format!("attack-{i:04}"), token);
+        // signed_token: header JSON, 0xFF, claims JSON.
+        let text = String::from_utf8_lossy(token);
+        let mut parts = text.split('.');
+        let decode = |part: Option<&str>| {
+            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, part.unwrap_or("")).ok()
+        };
+        if let (Some(header), Some(claims)) = (decode(parts.next()), decode(parts.next())) {
+            let mut seed = header;
+            seed.push(0xff);
+            seed.extend_from_slice(&claims);
+            write("signed_token", format!("attack-{i:04}"), &seed);
+        }
+    }
+    // config: the example config and variants of it.
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway.toml")).unwrap();
+    let variants = [
+        example.clone(),
+        example.replace("demo = \"DEMO-ONLY-gateway-signing-key-not-a-secret\"", "env = \"KEY_PROD\""),
+        example.replace("demo = \"DEMO-ONLY-gateway-signing-key-not-a-secret\"", "env = \"SHORT\""),
+        example.replace(
+            "demo = \"DEMO-ONLY-gateway-signing-key-not-a-secret\"",
+            "file = \"key.hex\"\nencoding = \"hex\"",
+        ),
+        example.replace(
+            "demo = \"DEMO-ONLY-gateway-signing-key-not-a-secret\"",
+            "demo = \"q6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s\"\nencoding = \"base64url\"",
+        ),
+        example.replace("aud = \"users\"", "aud = \"orders\""),
+        example.replace("leeway_secs = 30", "leeway_secs = 3601"),
+        example.replace("http://127.0.0.1:9103", "ftp://x"),
+    ];
+    for (i, text) in variants.iter().enumerate() {
+        write("config", format!("config-{i:02}"), text.as_bytes());
+    }
+}
+
+#[test]
+fn signing_helpers_match_rfc7515_appendix_a1() {
+    // The minting code the corpus relies on, checked against RFC 7515 A.1.
+    let key = base64::Engine::decode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        "AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow",
+    )
+    .unwrap();
+    let input = "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
+    assert_eq!(sign(&key, input.as_bytes()), "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk");
+}

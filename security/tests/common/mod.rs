@@ -1,0 +1,75 @@
+//! What the test files share: the gateways to run a corpus through.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use gateway_security::{Decision, Gateway, Native};
+use host_sim::decision::Decision as HostDecision;
+use host_sim::engine::{EngineOptions, ModuleSource};
+use host_sim::instance::{Reusable, Runtime};
+
+/// The deployable module, built by `make worker`.
+pub fn module_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dist/gateway.wasm")
+}
+
+/// Every gateway the corpus runs through: the real module in wasmtime (a
+/// fresh instance per request, and one instance reused for every request),
+/// and the native rlib (the same code, compiled for the host).
+pub fn gateways() -> Vec<Box<dyn Gateway>> {
+    vec![Box::new(Wasm::load(false)), Box::new(Wasm::load(true)), Box::new(Native::new())]
+}
+
+/// `dist/gateway.wasm` in host-sim's wasmtime runtime.
+pub struct Wasm {
+    runtime: Runtime,
+    reusable: Option<Reusable>,
+}
+
+impl Wasm {
+    /// Loads the module; `reuse` keeps one instance for every request.
+    pub fn load(reuse: bool) -> Wasm {
+        let path = module_path();
+        assert!(path.exists(), "{} is missing: run `make worker` first", path.display());
+        // No CPU deadline: a loaded test machine must not turn into a 503.
+        let options = EngineOptions { no_deadline: true, ..EngineOptions::default() };
+        let runtime = Runtime::load(&options, &ModuleSource::Wasm(path.clone()), 2)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Wasm { runtime, reusable: reuse.then(Reusable::default) }
+    }
+}
+
+impl Gateway for Wasm {
+    fn name(&self) -> &'static str {
+        if self.reusable.is_some() { "wasm, reused instance" } else { "wasm, fresh instance" }
+    }
+
+    fn decide(&mut self, head: &[u8], now: f64) -> Decision {
+        let outcome = match &mut self.reusable {
+            Some(reusable) => self.runtime.decide_reused(reusable, head, now),
+            None => self.runtime.decide_fresh(head, now),
+        };
+        // host-sim parses the output (and refuses a malformed one); put it
+        // back in the contract's format so that the same checks apply.
+        match outcome {
+            Ok(HostDecision::Forward { upstream, subject }) => Decision {
+                status: 200,
+                output: format!("{upstream}\n{}", subject.unwrap_or_default()).into_bytes(),
+            },
+            Ok(HostDecision::Reject(r)) => Decision {
+                status: u32::from(r.status),
+                output: format!(
+                    "{}\n{}\n{}\n{}",
+                    r.error.unwrap_or_default(),
+                    r.reason,
+                    r.www_authenticate.unwrap_or_default(),
+                    r.body
+                )
+                .into_bytes(),
+            },
+            // A trap, a timeout or a malformed output: status 0 fails every check.
+            Err(e) => Decision { status: 0, output: format!("guest error: {e:?}").into_bytes() },
+        }
+    }
+}
