@@ -21,8 +21,10 @@ worker: setup
 	bash build/worker.sh
 
 ## test: every test: unit, integration through the real module, end to end
+# One build: the test build also makes target/release/host-sim (with the same
+# features), which the hostile-client and workerd comparison tests start.
 test: worker
-	$(CARGO) build --release -p host-sim
+	$(CARGO) test --workspace --release --no-run
 	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
