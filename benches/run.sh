@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# make bench: every benchmark of the gateway, side by side in one run, then
+# docs/PERFORMANCE.md written from what was measured.
+#
+# Steps (each prints its progress):
+#   1. build: the benches, host-sim, and the module variants of the size table
+#   2. criterion: native rlib, jsonwebtoken, microservice, wasmtime (all modes)
+#   3. per-call latency histograms (native, wasmtime, microservice)
+#   4. Node.js: the module through WebAssembly and plain JavaScript
+#   5. cold start: whole processes (hyperfine, /usr/bin/time -v)
+#   6. HTTP: host-sim serve and workerd at fixed rates
+#   7. the report
+#
+# Environment:
+#   BENCH_WARMUP / BENCH_TIME   criterion warm-up and measurement seconds (1 / 2)
+#   BENCH_HTTP_RATES            requests per second for the HTTP runs ("2000 5000 10000 20000")
+#   BENCH_HTTP_SECONDS          seconds per HTTP run (4)
+#   BENCH_SKIP                  steps to skip, e.g. "http node" (for a quick look only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+warmup=${BENCH_WARMUP:-1}
+measure=${BENCH_TIME:-2}
+rates=${BENCH_HTTP_RATES:-2000 5000 10000 20000}
+http_secs=${BENCH_HTTP_SECONDS:-4}
+skip=" ${BENCH_SKIP:-} "
+results=target/bench-results
+variants=target/bench-variants
+wasm_opt=node_modules/.bin/wasm-opt
+host_sim=target/release/host-sim
+tool=target/release/bench-tool
+started=$(date +%s)
+
+step() { echo; echo "==> [$(( $(date +%s) - started ))s] $*"; }
+skipped() { [[ "$skip" == *" $1 "* ]]; }
+die() { echo "error: $*" >&2; exit 1; }
+
+[ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
+[ -x "$wasm_opt" ] || die "$wasm_opt is missing: run 'make setup'"
+rm -rf "$results"
+mkdir -p "$results" "$variants" docs/perf
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+
+# Debian's hyperfine for whole-process timings, when the machine lets us.
+if ! command -v hyperfine >/dev/null && [ "$(id -u)" = 0 ]; then
+  step "installing hyperfine (apt-get)"
+  apt-get install -y -qq hyperfine >/dev/null 2>&1 \
+    || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq hyperfine >/dev/null 2>&1; } \
+    || echo "note: hyperfine could not be installed; a timed loop is used instead"
+fi
+
+# ---- 0. the machine ------------------------------------------------------------
+{
+  echo "model=$(lscpu | sed -n 's/^Model name: *//p')"
+  echo "cpus=$(nproc)"
+  echo "cores_per_socket=$(lscpu | sed -n 's/^Core(s) per socket: *//p')"
+  echo "threads_per_core=$(lscpu | sed -n 's/^Thread(s) per core: *//p')"
+  echo "hypervisor=$(lscpu | sed -n 's/^Hypervisor vendor: *//p')"
+  echo "sha_ni=$(grep -qw sha_ni /proc/cpuinfo && echo yes || echo no)"
+  echo "memory=$(free -g | awk '/^Mem:/ {print $2}') GiB"
+  echo "kernel=$(uname -r)"
+  echo "rustc=$(rustc --version)"
+  echo "wasmtime=$(awk '/^name = "wasmtime"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)"
+  echo "criterion=$(awk '/^name = "criterion"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)"
+  echo "jsonwebtoken=$(awk '/^name = "jsonwebtoken"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)"
+  echo "node=$(node --version)"
+  echo "v8=$(node -p process.versions.v8)"
+  echo "workerd=$(node_modules/.bin/workerd --version 2>/dev/null | head -1 || echo none)"
+  echo "wasm_opt=$("$wasm_opt" --version)"
+  echo "hyperfine=$(hyperfine --version 2>/dev/null || echo none)"
+  echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet HEAD -- worker 2>/dev/null || echo ' (worker/ modified)')"
+  echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$results/machine.env"
+cat "$results/machine.env"
+
+# ---- 1. build ------------------------------------------------------------------
+step "1/7 build: benches, host-sim (release)"
+cargo build --release --quiet -p gateway-benches -p host-sim --bins --benches
+
+step "1/7 build: module variants for the size table (target/bench-variants; dist/ is left alone)"
+features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
+  --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
+strip_only=(--strip-debug --strip-producers --strip-target-features)
+rm -f "$variants"/*.wasm
+# A: the shipped configuration (sha2 compact, 32 KiB stack): raw, stripped, -Oz.
+cp dist/gateway.raw.wasm "$variants/a1-compact-raw.wasm"
+"$wasm_opt" "${features[@]}" "${strip_only[@]}" dist/gateway.raw.wasm -o "$variants/a2-compact-stripped.wasm"
+cp dist/gateway.wasm "$variants/a3-compact-oz.wasm"
+# B: sha2's default (unrolled) backend: the same build without the cfg.
+echo "  sha2 default backend"
+RUSTFLAGS="-C link-arg=-zstack-size=32768" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
+  --profile wasm --crate-type cdylib --target-dir "$variants/build-sha2-default"
+cp "$variants/build-sha2-default/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/b1-default-raw.wasm"
+"$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/b1-default-raw.wasm" -o "$variants/b3-default-oz.wasm"
+# C: opt-level 3 instead of z, then wasm-opt -O3 (speed over size).
+echo "  opt-level 3"
+cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown --profile wasm --crate-type cdylib \
+  --config 'profile.wasm.opt-level=3' --target-dir "$variants/build-o3"
+cp "$variants/build-o3/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/c1-o3-raw.wasm"
+"$wasm_opt" "${features[@]}" -O3 "${strip_only[@]}" "$variants/c1-o3-raw.wasm" -o "$variants/c3-o3-wasmopt-o3.wasm"
+# E: opt-level 3 for sha2 only (the hot loop), the rest for size.
+echo "  opt-level 3 for sha2 only"
+cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown --profile wasm --crate-type cdylib \
+  --config 'profile.wasm.package.sha2.opt-level=3' --target-dir "$variants/build-sha2-o3"
+cp "$variants/build-sha2-o3/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/e1-sha2o3-raw.wasm"
+"$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/e1-sha2o3-raw.wasm" -o "$variants/e3-sha2o3-oz.wasm"
+# D: rustc's default 1 MiB stack (what the 32 KiB stack saves per instance).
+echo "  default 1 MiB stack"
+RUSTFLAGS="--cfg sha2_backend_soft=\"compact\"" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
+  --profile wasm --crate-type cdylib --target-dir "$variants/build-stack-1m"
+"$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/build-stack-1m/wasm32-unknown-unknown/wasm/worker.wasm" \
+  -o "$variants/d3-stack1m-oz.wasm"
+# Kernels for the proposed speedups (benches/wasm-kernels), measured in wasm.
+echo "  kernels (benches/wasm-kernels)"
+cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml --target wasm32-unknown-unknown \
+  --target-dir "$variants/build-kernels"
+cp "$variants/build-kernels/wasm32-unknown-unknown/release/wasm_kernels.wasm" "$variants/wasm_kernels.wasm.kernel"
+ls -l "$variants"/*.wasm | awk '{print "  " $5 "\t" $9}'
+for f in "$variants"/*.wasm; do
+  printf '%s %s %s\n' "$(basename "$f" .wasm)" "$(stat -c %s "$f")" "$(gzip -9c "$f" | wc -c)"
+done >"$results/sizes.txt"
+
+# ---- 2. criterion --------------------------------------------------------------
+export CRITERION_HOME="$PWD/$results/criterion"
+crit=(--warm-up-time "$warmup" --measurement-time "$measure" --noplot)
+for bench in native peers wasm; do
+  step "2/7 criterion: $bench (cargo bench -p gateway-benches --bench $bench -- ${crit[*]})"
+  cargo bench --quiet -p gateway-benches --bench "$bench" -- "${crit[@]}" 2>&1 \
+    | awk '/time:/ { $1=$1; if ($1 != "time:") print "  " $0; else print "  " held " " $0; next }
+           /^[a-z_]+\// { held=$1 }' || true
+done
+
+# ---- 3. per-call latency -------------------------------------------------------
+step "3/7 per-call latency histograms ($tool latency)"
+"$tool" latency "$results/latency.json"
+step "3/7 interleaved A/B comparisons ($tool paired)"
+"$tool" paired "$results/paired.json"
+step "3/7 the host's own bench: host-sim bench --json (JIT, then .cwasm)"
+"$host_sim" compile dist/gateway.wasm -o "$variants/gateway-host.cwasm" >/dev/null 2>&1 \
+  || echo "note: host-sim compile failed; the .cwasm rows are skipped"
+"$host_sim" bench --wasm dist/gateway.wasm --requests 50000 --cold-runs 10 --json >"$results/host-sim-bench-wasm.json" \
+  || echo "note: host-sim bench --wasm failed"
+[ -f "$variants/gateway-host.cwasm" ] && { "$host_sim" bench --cwasm "$variants/gateway-host.cwasm" --requests 50000 \
+  --cold-runs 10 --json >"$results/host-sim-bench-cwasm.json" || echo "note: host-sim bench --cwasm failed"; }
+
+# ---- 4. Node.js ----------------------------------------------------------------
+"$tool" corpus "$results/corpus.json"
+if skipped node; then echo "(node skipped)"; else
+  step "4/7 Node.js $(node --version): node benches/node/bench.mjs"
+  node benches/node/bench.mjs "$results/corpus.json" dist/gateway.wasm "$results/node.json"
+fi
+
+# ---- 5. cold start, whole process ----------------------------------------------
+step "5/7 cold start: whole processes"
+node -e '
+  const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(JSON.stringify({ request: c.mix[0].head, now: c.now }));' "$results/corpus.json" >"$results/one-request.jsonl"
+cold_cmds=(
+  "eval_jit_cranelift|$host_sim eval --wasm dist/gateway.wasm"
+  "eval_jit_winch|$host_sim eval --wasm dist/gateway.wasm --strategy winch"
+)
+[ -f "$variants/gateway-host.cwasm" ] && cold_cmds+=("eval_cwasm|$host_sim eval --cwasm $variants/gateway-host.cwasm")
+cold_cmds+=("node_wasm|node benches/node/cold.mjs dist/gateway.wasm")
+cold_cmds+=("node_empty|node -e 0")
+: >"$results/cold-process.txt"
+for entry in "${cold_cmds[@]}"; do
+  name=${entry%%|*} cmd=${entry#*|}
+  out=$($cmd <"$results/one-request.jsonl" 2>&1 | head -c 300 || true)
+  echo "  $name: $cmd"
+  echo "    -> ${out//$'\n'/ }"
+  rss=$( { /usr/bin/time -v $cmd <"$results/one-request.jsonl" >/dev/null 2>/dev/null; } 2>&1 | awk -F': ' '/Maximum resident/ {print $2}' || true)
+  [ -n "$rss" ] || rss=$(/usr/bin/time -f '%M' $cmd <"$results/one-request.jsonl" 2>&1 >/dev/null | tail -1)
+  if command -v hyperfine >/dev/null; then
+    hyperfine --warmup 3 --runs 30 --shell bash --export-json "$results/cold-$name.json" \
+      "$cmd < $results/one-request.jsonl" >/dev/null
+    ms=$(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1])).results[0];console.log((r.mean*1e3).toFixed(2), (r.stddev*1e3).toFixed(2), (r.min*1e3).toFixed(2), "hyperfine")' "$results/cold-$name.json")
+  else
+    t0=$(date +%s%N)
+    for _ in $(seq 30); do $cmd <"$results/one-request.jsonl" >/dev/null 2>&1; done
+    ms=$(( ($(date +%s%N) - t0) / 30000 ))" 0 0 loop"
+  fi
+  echo "$name|$cmd|$ms|$rss" >>"$results/cold-process.txt"
+  echo "    mean/stddev/min ms: $ms; max RSS ${rss} KiB"
+done
+
+# ---- 6. HTTP end to end --------------------------------------------------------
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { # port what pid
+  for _ in $(seq 150); do
+    listening "$1" && return 0
+    kill -0 "$3" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+: >"$results/http-notes.txt"
+if skipped http; then echo "(http skipped)" | tee -a "$results/http-notes.txt"; else
+  step "6/7 HTTP: host-sim serve and workerd at ${rates// /, } req/s, ${http_secs}s each"
+  # The upstream the valid tokens are forwarded to.
+  up_port=$(free_port)
+  "$host_sim" upstream --listen "127.0.0.1:$up_port" >/dev/null 2>&1 &
+  pids+=($!)
+  wait_port "$up_port" upstream "${pids[-1]}" || die "the upstream did not start"
+  aud_upstream=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes[0].upstream' "$results/corpus.json")
+  aud=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes[0].aud' "$results/corpus.json")
+  targets=()
+  hs_port=$(free_port)
+  "$host_sim" serve --listen "127.0.0.1:$hs_port" --wasm dist/gateway.wasm \
+    --upstream-override "$aud=http://127.0.0.1:$up_port" >"$results/host-sim-serve.log" 2>&1 &
+  pids+=($!)
+  if wait_port "$hs_port" "host-sim serve" "${pids[-1]}"; then
+    targets+=("host-sim serve|$hs_port")
+    echo "host-sim serve: \`$host_sim serve --listen 127.0.0.1:PORT --wasm dist/gateway.wasm --upstream-override $aud=http://127.0.0.1:UPSTREAM\` (its defaults: a fresh instance per request, epoch deadline, one worker thread per core)" >>"$results/http-notes.txt"
+  else
+    echo "host-sim serve: not measured: it did not start ($(tail -1 "$results/host-sim-serve.log"))" | tee -a "$results/http-notes.txt"
+  fi
+  hr_port=$(free_port)
+  "$host_sim" serve --listen "127.0.0.1:$hr_port" --wasm dist/gateway.wasm --isolation reuse \
+    --upstream-override "$aud=http://127.0.0.1:$up_port" >"$results/host-sim-serve-reuse.log" 2>&1 &
+  pids+=($!)
+  if wait_port "$hr_port" "host-sim serve --isolation reuse" "${pids[-1]}"; then
+    targets+=("host-sim serve, reuse|$hr_port")
+    echo "host-sim serve, reuse: the same with \`--isolation reuse\` (one instance per worker thread, as workerd reuses its instance)" >>"$results/http-notes.txt"
+  fi
+  if [ -f deploy/workerd/config.capnp ] && [ -x node_modules/.bin/workerd ]; then
+    wd_port=$(free_port)
+    GATEWAY_UPSTREAM_OVERRIDE="$aud_upstream=http://127.0.0.1:$up_port" \
+      node_modules/.bin/workerd serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$wd_port" \
+      >"$results/workerd.log" 2>&1 &
+    pids+=($!)
+    if wait_port "$wd_port" workerd "${pids[-1]}"; then
+      targets+=("workerd|$wd_port")
+      echo "workerd: \`GATEWAY_UPSTREAM_OVERRIDE=$aud_upstream=http://127.0.0.1:UPSTREAM node_modules/.bin/workerd serve deploy/workerd/config.capnp --socket-addr http=127.0.0.1:PORT\` (deploy/workerd's config, one isolate, instance reused)" >>"$results/http-notes.txt"
+    else
+      echo "workerd: not measured: it did not start ($(tail -1 "$results/workerd.log"))" | tee -a "$results/http-notes.txt"
+    fi
+  else
+    echo "workerd: not measured: deploy/workerd/config.capnp or node_modules/.bin/workerd is missing" | tee -a "$results/http-notes.txt"
+  fi
+  for t in "${targets[@]}"; do
+    name=${t%%|*} port=${t#*|}
+    # Warm-up: JIT tiers, connections, pool slots.
+    "$tool" load "http://127.0.0.1:$port" 2000 1 16 warmup "$name" "$results/http-warmup.json" >/dev/null 2>&1 || true
+    for rate in $rates; do
+      "$tool" load "http://127.0.0.1:$port" "$rate" "$http_secs" 16 http "$name" "$results/http.json"
+    done
+  done
+  cleanup
+  pids=()
+  # Closed loop, as many requests as the servers take: deploy/workerd's own
+  # load script (wrk, two scenarios), when it is there.
+  if [ -f deploy/workerd/load.sh ]; then
+    echo "  closed loop: LOAD_SECONDS=3 bash deploy/workerd/load.sh"
+    LOAD_SECONDS=3 timeout 300 bash deploy/workerd/load.sh >"$results/wrk.md" 2>"$results/wrk.err" \
+      || echo "note: deploy/workerd/load.sh failed: $(tail -1 "$results/wrk.err")" | tee -a "$results/http-notes.txt"
+    grep '^|' "$results/wrk.md" | sed 's/^/    /' || true
+  fi
+fi
+
+# ---- 7. report -----------------------------------------------------------------
+echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/machine.env"
+echo "total_seconds=$(( $(date +%s) - started ))" >>"$results/machine.env"
+step "7/7 report: docs/PERFORMANCE.md"
+"$tool" report "$results" docs/PERFORMANCE.md
+echo "==> done in $(( $(date +%s) - started ))s"
