@@ -38,7 +38,7 @@ const instance = new WebAssembly.Instance(module, {});
 const version = instance.exports.abi_version();
 
 if (rawArg) console.log(`raw (cargo, stripped):   ${String(rawArg).padStart(7)} bytes (${kib(Number(rawArg))})`);
-console.log(`after wasm-opt -Oz:      ${String(bytes.length).padStart(7)} bytes (${kib(bytes.length)})`);
+console.log(`after wasm-opt:          ${String(bytes.length).padStart(7)} bytes (${kib(bytes.length)})`);
 console.log(`budget:                  ${String(budget).padStart(7)} bytes (${kib(budget)}), ${((100 * bytes.length) / budget).toFixed(1)}% used`);
 console.log(`imports: none; ABI version ${version}; exports: ${[...exports].sort().join(", ")}`);
 if (bytes.length > budget) {

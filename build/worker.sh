@@ -5,11 +5,18 @@
 # Environment:
 #   GATEWAY_CONFIG  the gateway config to compile in (default: gateway.toml)
 #   BUDGET_BYTES    the size budget (default: 184320, i.e. 180 KiB)
+#   WORKER_PROFILE  size (default: cargo profile 'wasm', wasm-opt -Oz) or
+#                   speed (cargo profile 'wasm-speed', opt-level 3, wasm-opt -O3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 budget=${BUDGET_BYTES:-184320}
-raw=target/wasm32-unknown-unknown/wasm/worker.wasm
+case "${WORKER_PROFILE:-size}" in
+  size) cargo_profile=wasm opt_level=z wasm_opt_level=-Oz ;;
+  speed) cargo_profile=wasm-speed opt_level=3 wasm_opt_level=-O3 ;;
+  *) echo "error: WORKER_PROFILE=${WORKER_PROFILE} is neither 'size' nor 'speed'" >&2; exit 1 ;;
+esac
+raw=target/wasm32-unknown-unknown/$cargo_profile/worker.wasm
 out=dist/gateway.wasm
 wasm_opt=node_modules/.bin/wasm-opt
 
@@ -22,8 +29,8 @@ config=${GATEWAY_CONFIG:-gateway.toml}
 cargo run --quiet --release -p gateway-config --bin check-config -- "$config"
 export GATEWAY_CONFIG="$config"
 
-echo "==> cargo worker-wasm (profile 'wasm': opt-level z, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
-cargo worker-wasm --quiet
+echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
+cargo worker-wasm --profile "$cargo_profile" --quiet
 
 mkdir -p dist
 cp "$raw" dist/gateway.raw.wasm
@@ -31,7 +38,7 @@ cp "$raw" dist/gateway.raw.wasm
 # and V8 (workerd, Node.js) support all of them.
 features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
-echo "==> wasm-opt -Oz ($("$wasm_opt" --version))"
-"$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
+echo "==> wasm-opt $wasm_opt_level ($("$wasm_opt" --version))"
+"$wasm_opt" "${features[@]}" "$wasm_opt_level" --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
 
 node build/check-module.mjs "$out" "$budget" "$(stat -c %s dist/gateway.raw.wasm)"

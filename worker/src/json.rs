@@ -31,22 +31,26 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
+    #[inline(always)] // opt-level "z" would otherwise make this a call per byte
     fn peek(&self) -> Option<u8> {
         self.text.get(self.at).copied()
     }
 
+    #[inline(always)]
     fn next(&mut self) -> Option<u8> {
         let byte = self.peek()?;
         self.at += 1;
         Some(byte)
     }
 
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> bool {
         let found = self.peek() == Some(byte);
         self.at += usize::from(found);
         found
     }
 
+    #[inline(always)]
     fn skip_whitespace(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
@@ -106,6 +110,10 @@ impl Parser<'_> {
             return false;
         }
         loop {
+            // Plain characters in one tight scan; stop at a quote, an escape
+            // or a control character.
+            let rest = self.text.get(self.at..).unwrap_or(&[]);
+            self.at += rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len());
             match self.next() {
                 Some(b'"') => return true,
                 Some(b'\\') => match self.next() {
