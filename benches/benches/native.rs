@@ -4,7 +4,6 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
@@ -120,13 +119,5 @@ fn stages(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(1))
-        .sample_size(30)
-        .configure_from_args()
-}
-
-criterion_group! { name = benches; config = config(); targets = per_request, stages }
+criterion_group! { name = benches; config = gateway_benches::criterion_config(); targets = per_request, stages }
 criterion_main!(benches);

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
@@ -134,13 +134,5 @@ fn microservice(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(1))
-        .sample_size(30)
-        .configure_from_args()
-}
-
-criterion_group! { name = benches; config = config(); targets = jsonwebtoken_per_token, microservice }
+criterion_group! { name = benches; config = gateway_benches::criterion_config(); targets = jsonwebtoken_per_token, microservice }
 criterion_main!(benches);

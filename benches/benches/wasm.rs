@@ -6,7 +6,6 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, Case, NOW};
@@ -204,13 +203,5 @@ fn cold(c: &mut Criterion) {
     group.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(1))
-        .sample_size(30)
-        .configure_from_args()
-}
-
-criterion_group! { name = benches; config = config(); targets = per_request, host_sim_rows, stages, cold }
+criterion_group! { name = benches; config = gateway_benches::criterion_config(); targets = per_request, host_sim_rows, stages, cold }
 criterion_main!(benches);

@@ -14,3 +14,14 @@ pub mod http;
 pub mod latency;
 pub mod svg;
 pub mod wasm;
+
+/// The criterion settings every bench file shares: short runs, so that
+/// `make bench` stays around ten minutes (`benches/run.sh` passes
+/// `--warm-up-time` and `--measurement-time` to lengthen them).
+pub fn criterion_config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(1))
+        .sample_size(30)
+        .configure_from_args()
+}
