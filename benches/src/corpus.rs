@@ -7,11 +7,8 @@
 //! path, so the cost of a phase inside the module is the difference between
 //! two of them (see `docs/PERFORMANCE.md`, "Stage breakdown").
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
+use host_sim::tokens;
 use serde::Serialize;
-use sha2::Sha256;
 use worker::config::COMPILED;
 
 /// The clock every benchmark passes: Unix seconds, fixed so tokens stay valid.
@@ -30,10 +27,6 @@ pub struct Case {
     pub token: Option<String>,
 }
 
-fn b64(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
 /// The compiled-in key's secret and id.
 pub fn key() -> (&'static str, &'static [u8]) {
     let key = COMPILED.keys[0];
@@ -42,16 +35,12 @@ pub fn key() -> (&'static str, &'static [u8]) {
 
 /// HMAC-SHA256 of `input` with `secret`, base64url.
 pub fn sign(secret: &[u8], input: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(input.as_bytes());
-    b64(&mac.finalize().into_bytes())
+    tokens::sign(secret, input)
 }
 
 /// A compact JWS of `header` and `claims` JSON, signed with the compiled-in key.
 pub fn token(header: &str, claims: &str) -> String {
-    let input = format!("{}.{}", b64(header.as_bytes()), b64(claims.as_bytes()));
-    let signature = sign(key().1, &input);
-    format!("{input}.{signature}")
+    tokens::mint(header, claims, key().1)
 }
 
 /// The JOSE header of every corpus token.
@@ -145,7 +134,6 @@ pub fn phases() -> Vec<Case> {
     let unknown_kid =
         token(r#"{"alg":"HS256","typ":"JWT","kid":"nokey"}"#, &claims_json(routed_audience(), NOW + 3600));
     let forged = format!("{h}.{p}.{}", sign(b"some-other-key-0123456789abcdef0123", &format!("{h}.{p}")));
-    let _ = s;
     vec![
         case("no_token", None, 401),
         case("bad_base64", Some(format!("{bad_h}.{p}.{s}")), 401),

@@ -479,13 +479,6 @@ fn claims_difference(claims: &[u8], now: u64) -> Option<&'static str> {
     let value = |name: &str| members.iter().find(|(k, _)| k == name).map(|(_, v)| v.get());
     let parsed = |name: &str| value(name).and_then(|raw| serde_json::from_str::<Value>(raw).ok());
     let count = |name: &str| members.iter().filter(|(k, _)| k == name).count();
-    let strings_of = |v: &Value| -> Vec<String> {
-        match v {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect(),
-            _ => Vec::new(),
-        }
-    };
     // Raw (escaped) spellings of aud, sub, iss: a backslash means an escape.
     if ["aud", "sub", "iss"].iter().any(|m| members.iter().any(|(k, v)| k == m && v.get().contains('\\'))) {
         return Some("escape in aud, sub or iss");
@@ -503,7 +496,6 @@ fn claims_difference(claims: &[u8], now: u64) -> Option<&'static str> {
     if parsed("aud").is_some_and(|v| v.as_array().is_some_and(|a| a.len() > 8)) {
         return Some("aud array longer than 8");
     }
-    let _ = strings_of;
     // A number literal with a fraction or an exponent.
     let non_integer =
         |raw: &str| raw.starts_with(|c: char| c.is_ascii_digit()) && raw.contains(['.', 'e', 'E']);
