@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::contract::Decision;
 use crate::corpus::{Mix, Request, RequestKind};
-use crate::decision::Decision;
 use crate::engine::{self, EngineOptions, Isolation, ModuleSource, SourceArgs};
 use crate::error::LoadError;
 use crate::instance::{Prepared, Reusable, Runtime, unix_now};
@@ -271,7 +271,7 @@ pub fn cold_start(
 
 fn matches(request: &Request, outcome: &crate::instance::Outcome) -> bool {
     match outcome {
-        Ok(Decision::Forward { .. }) => request.kind.expected_status() == 200,
+        Ok(Decision::Forward(_)) => request.kind.expected_status() == 200,
         Ok(Decision::Reject(r)) => {
             r.status == request.kind.expected_status()
                 && Some(r.reason.as_str()) == request.kind.expected_reason()

@@ -11,8 +11,8 @@ use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
+use crate::contract::SUBJECT_FIELD as SUBJECT_HEADER;
 use crate::listen::{self, Body, full};
-use crate::upstream::SUBJECT_HEADER;
 
 /// `host-sim upstream` arguments.
 #[derive(Debug, Clone, clap::Args)]

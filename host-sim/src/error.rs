@@ -75,7 +75,7 @@ pub enum LoadError {
         found: String,
     },
     /// The module speaks a contract version this host does not know.
-    #[error("the module's abi_version is {0}; this host knows version {known} only", known = crate::instance::ABI_VERSION)]
+    #[error("the module's abi_version is {0}; this host knows version {known} only", known = crate::contract::ABI_VERSION)]
     AbiVersion(u32),
     /// The module could not be instantiated or probed.
     #[error("cannot instantiate the module: {0}")]

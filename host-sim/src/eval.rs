@@ -1,9 +1,11 @@
 //! `host-sim eval`: decide requests read as JSON Lines.
 //!
 //! Each input line is `{"request": "<raw request head, CRLF line ends>"}`,
-//! optionally with `"now": <unix seconds>`. Each output line is
-//! `{"status", "upstream", "sub", "error", "reason", "www_authenticate", "body"}`,
-//! in input order. A line that is not valid JSON, or has no `request`
+//! optionally with `"now": <unix seconds>` and `"peer": "<IP address>"`
+//! (default 127.0.0.1). Each output line is `{"status", "upstream", "sub",
+//! "drop", "set", "error", "reason", "www_authenticate", "body"}`, in input
+//! order; `upstream` is the URL the module forwards to, `drop` and `set` the
+//! fields it removes and sets. A line that is not valid JSON, or has no `request`
 //! string, gets `{"status": null, ..., "input_error": "..."}` and the rest go on.
 
 use std::io::{BufRead, Write};
@@ -11,7 +13,7 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use crate::decision::Decision;
+use crate::contract::{Decision, Input};
 use crate::engine::{EngineOptions, Isolation, SourceArgs};
 use crate::instance::{Outcome, Reusable, Runtime, unix_now};
 
@@ -36,8 +38,9 @@ pub fn outcome_json(outcome: &Outcome) -> Value {
         Err(e) => Decision::from_guest_error(e),
     };
     match decision {
-        Decision::Forward { upstream, subject } => json!({
-            "status": 200, "upstream": upstream, "sub": subject, "error": null, "reason": null,
+        Decision::Forward(plan) => json!({
+            "status": 200, "upstream": format!("{}{}", plan.origin, plan.path), "sub": plan.subject(),
+            "drop": plan.drop, "set": plan.set, "error": null, "reason": null,
             "www_authenticate": null, "body": null,
         }),
         Decision::Reject(r) => json!({
@@ -78,10 +81,16 @@ pub fn eval_stream(
                         None | Some(Value::Null) => Some(default_now),
                         Some(v) => v.as_f64(),
                     };
-                    match now {
-                        None => input_error_json(index + 1, "\"now\" is not a number"),
-                        Some(now) => {
-                            outcome_json(&runtime.decide(isolation, &mut reusable, head.as_bytes(), now))
+                    let peer = match value.get("peer") {
+                        None | Some(Value::Null) => Ok(Input::from(head.as_bytes()).peer),
+                        Some(v) => v.as_str().and_then(|p| p.parse().ok()).map(Some).ok_or(()),
+                    };
+                    match (now, peer) {
+                        (None, _) => input_error_json(index + 1, "\"now\" is not a number"),
+                        (_, Err(())) => input_error_json(index + 1, "\"peer\" is not an IP address"),
+                        (Some(now), Ok(peer)) => {
+                            let input = Input { peer, ..Input::from(head.as_bytes()) };
+                            outcome_json(&runtime.decide(isolation, &mut reusable, input, now))
                         }
                     }
                 }

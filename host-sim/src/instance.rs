@@ -6,7 +6,7 @@
 //! use host_sim::engine::{EngineOptions, ModuleSource};
 //! use host_sim::instance::{Reusable, Runtime};
 //! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 4)?;
-//! let head = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+//! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
 //! let fresh = runtime.decide_fresh(head, 1.8e9);
 //! let mut slot = Reusable::default();
 //! let reused = runtime.decide_reused(&mut slot, head, 1.8e9);
@@ -19,12 +19,9 @@ use wasmtime::{
     TypedFunc, ValType,
 };
 
-use crate::decision::{self, Decision};
+use crate::contract::{self, ABI_VERSION, Decision, Input};
 use crate::engine::{self, EngineOptions, ModuleSource, Ticker};
 use crate::error::{GuestError, LoadError, one_line};
-
-/// The contract version this host implements (`worker/ABI.md`).
-pub const ABI_VERSION: u32 = 1;
 
 /// The result of deciding one request: the module's decision, or why there is none.
 pub type Outcome = Result<Decision, GuestError>;
@@ -124,6 +121,7 @@ struct Exports {
     input_ptr: ModuleExport,
     input_capacity: ModuleExport,
     handle: ModuleExport,
+    routes: ModuleExport,
     output_ptr: ModuleExport,
     output_len: ModuleExport,
 }
@@ -167,6 +165,7 @@ impl Exports {
             input_ptr: func("input_ptr", &[], &i32_)?,
             input_capacity: func("input_capacity", &[], &i32_)?,
             handle: func("handle", &[ValType::I32, ValType::F64], &i32_)?,
+            routes: func("routes", &[], &i32_)?,
             output_ptr: func("output_ptr", &[], &i32_)?,
             output_len: func("output_len", &[], &i32_)?,
             memory: match module.get_export("memory") {
@@ -323,16 +322,21 @@ impl Slot {
         typed.call(&mut self.store, ()).map_err(|e| classify(&e))
     }
 
-    /// Writes `head` into the input buffer, calls `handle`, parses the output.
-    fn decide(&mut self, layout: Layout, head: &[u8], now: f64) -> Outcome {
-        let len = u32::try_from(head.len()).unwrap_or(u32::MAX);
+    /// Writes the context line and the head into the input buffer, calls
+    /// `handle`, parses the output.
+    fn decide(&mut self, layout: Layout, input: &Input<'_>, now: f64) -> Outcome {
+        let context = input.context_line();
+        let total = context.len() + input.head.len();
+        let len = u32::try_from(total).unwrap_or(u32::MAX);
         if len <= layout.input_capacity {
             let start = layout.input_ptr as usize;
             let data = self.memory.data_mut(&mut self.store);
             let dest = data
-                .get_mut(start..start + head.len())
+                .get_mut(start..start + total)
                 .ok_or(GuestError::BadOutput("input buffer outside memory"))?;
-            dest.copy_from_slice(head);
+            let (line, head) = dest.split_at_mut(context.len());
+            line.copy_from_slice(context.as_bytes());
+            head.copy_from_slice(input.head);
         }
         // A head larger than the buffer: write nothing, pass its true length
         // (the module answers 431 without reading).
@@ -341,13 +345,15 @@ impl Slot {
             self.store.data_mut().cpu.call_started = cpu_time::ThreadTime::try_now().ok();
         }
         let status = self.handle.call(&mut self.store, (len, now)).map_err(|e| classify(&e))?;
+        contract::parse(status, self.output()?)
+    }
+
+    /// The output of the last call.
+    fn output(&mut self) -> Result<&[u8], GuestError> {
         let ptr = self.output_ptr.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let out_len = self.output_len.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let data = self.memory.data(&self.store);
-        let output = data
-            .get(ptr..ptr.saturating_add(out_len))
-            .ok_or(GuestError::BadOutput("output outside memory"))?;
-        decision::parse(status, output)
+        data.get(ptr..ptr.saturating_add(out_len)).ok_or(GuestError::BadOutput("output outside memory"))
     }
 }
 
@@ -478,17 +484,30 @@ impl Runtime {
         Ok(Slot { store, memory, handle, output_ptr, output_len, instance })
     }
 
+    /// The module's route table (`routes` export): audience and upstream
+    /// URL per route, so the host needs no config file of its own.
+    pub fn routes(&self) -> Result<Vec<(String, String)>, GuestError> {
+        let mut slot = self.instantiate()?;
+        slot.call0(&self.exports.routes)?;
+        contract::parse_routes(slot.output()?)
+    }
+
     /// Decides one request in a fresh instance (new Store, instance from the
     /// pool, dropped afterwards). `now` is Unix seconds.
-    pub fn decide_fresh(&self, head: &[u8], now: f64) -> Outcome {
+    pub fn decide_fresh<'a>(&self, input: impl Into<Input<'a>>, now: f64) -> Outcome {
         let mut slot = self.instantiate()?;
-        slot.decide(self.layout, head, now)
+        slot.decide(self.layout, &input.into(), now)
     }
 
     /// Decides one request in `reusable`'s instance, making it first if
     /// needed. An instance that trapped, ran out of time or memory is
     /// discarded, so the next request gets a clean one.
-    pub fn decide_reused(&self, reusable: &mut Reusable, head: &[u8], now: f64) -> Outcome {
+    pub fn decide_reused<'a>(
+        &self,
+        reusable: &mut Reusable,
+        input: impl Into<Input<'a>>,
+        now: f64,
+    ) -> Outcome {
         let slot = match &mut reusable.slot {
             Some(slot) => slot,
             empty => empty.insert(self.instantiate()?),
@@ -496,7 +515,7 @@ impl Runtime {
         if let Some(ticks) = self.deadline_ticks {
             slot.store.set_epoch_deadline(ticks);
         }
-        let outcome = slot.decide(self.layout, head, now);
+        let outcome = slot.decide(self.layout, &input.into(), now);
         if let Err(e) = &outcome
             && (e.poisons_instance() || matches!(e, GuestError::BadOutput(_)))
         {
@@ -507,16 +526,16 @@ impl Runtime {
 
     /// Decides one request in the given isolation mode (`reusable` is used
     /// only in the reuse mode).
-    pub fn decide(
+    pub fn decide<'a>(
         &self,
         isolation: engine::Isolation,
         reusable: &mut Reusable,
-        head: &[u8],
+        input: impl Into<Input<'a>>,
         now: f64,
     ) -> Outcome {
         match isolation {
-            engine::Isolation::Fresh => self.decide_fresh(head, now),
-            engine::Isolation::Reuse => self.decide_reused(reusable, head, now),
+            engine::Isolation::Fresh => self.decide_fresh(input, now),
+            engine::Isolation::Reuse => self.decide_reused(reusable, input, now),
         }
     }
 
@@ -533,7 +552,7 @@ impl Runtime {
         let mut live = Vec::with_capacity(count);
         for _ in 0..count {
             let mut slot = self.instantiate()?;
-            slot.decide(self.layout, head, now)?;
+            slot.decide(self.layout, &Input::from(head), now)?;
             live.push(slot);
         }
         let result = measure();

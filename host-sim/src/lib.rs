@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`engine`] | the engine's configuration, loading `.wasm` (JIT) or `.cwasm`, the epoch ticker |
 //! | [`instance`] | the contract check, `InstancePre`, per-Store limits, deciding a request (fresh or reused instance) |
-//! | [`decision`] | the module's output parsed into a [`decision::Decision`] |
+//! | [`contract`] | the contract as the host speaks it: ABI version, the [`contract::Input`] it writes, the [`contract::Decision`] it reads, its own answers |
 //! | [`error`] | [`error::LoadError`] (refuse to start) and [`error::GuestError`] (500/503 for one request) |
 //! | [`tokens`] | HS256 token minting and request heads |
 //! | [`corpus`] | the seeded realistic request mix |
@@ -17,17 +17,18 @@
 //! ```no_run
 //! use host_sim::engine::{EngineOptions, ModuleSource};
 //! use host_sim::instance::{Reusable, Runtime};
-//! use host_sim::decision::Decision;
+//! use host_sim::contract::Decision;
 //! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 2)?;
-//! let outcome = runtime.decide_fresh(b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n", 1.8e9);
+//! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+//! let outcome = runtime.decide_fresh(head, 1.8e9);
 //! assert_eq!(outcome.map(|d| d.status()), Ok(401));
 //! # Ok::<(), host_sim::error::LoadError>(())
 //! ```
 
 pub mod bench;
 pub mod compile;
+pub mod contract;
 pub mod corpus;
-pub mod decision;
 pub mod echo;
 pub mod engine;
 pub mod error;

@@ -1,13 +1,13 @@
 //! `host-sim serve`: the gateway on real HTTP. Every request's head goes
-//! through the module; accepted requests are forwarded upstream
-//! ([`crate::upstream`]), rejections are answered directly with their
+//! through the module with the peer's address; accepted requests are
+//! forwarded upstream exactly as the module planned ([`crate::upstream`]),
+//! rejections are answered directly with their
 //! status, `WWW-Authenticate` and JSON body, and a module that fails
 //! (trap, deadline, memory) gets the client a 500 or 503 while the server
 //! goes on.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,7 +16,7 @@ use http::StatusCode;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use crate::decision::Decision;
+use crate::contract::{Decision, Input, Scheme};
 use crate::engine::{EngineOptions, Isolation, SourceArgs};
 use crate::instance::{Outcome, Reusable, Runtime, unix_now};
 use crate::listen::{self, Body};
@@ -37,13 +37,11 @@ pub struct ServeArgs {
     /// Print one line per request on stderr.
     #[arg(long)]
     pub access_log: bool,
-    /// Send an upstream elsewhere: AUD=URL (an audience of --config) or
-    /// FROM_URL=URL (the upstream the module names). Repeatable.
-    #[arg(long, value_name = "AUD=URL")]
+    /// Send an upstream elsewhere: AUD=ORIGIN (an audience of the module's
+    /// route table) or FROM_ORIGIN=ORIGIN (an origin the module names).
+    /// Every route on that origin moves; paths stay the module's. Repeatable.
+    #[arg(long, value_name = "AUD=ORIGIN")]
     pub upstream_override: Vec<String>,
-    /// The gateway config, read only to resolve audiences in --upstream-override.
-    #[arg(long, default_value = "gateway.toml")]
-    pub config: PathBuf,
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -69,18 +67,18 @@ impl Gateway {
         Gateway { runtime, isolation, forwarder, access_log }
     }
 
-    /// Decides `head` now, in the configured isolation mode.
-    pub fn decide(&self, head: &[u8]) -> Outcome {
+    /// Decides `input` now, in the configured isolation mode.
+    pub fn decide(&self, input: Input<'_>) -> Outcome {
         let now = unix_now();
         match self.isolation {
-            Isolation::Fresh => self.runtime.decide_fresh(head, now),
+            Isolation::Fresh => self.runtime.decide_fresh(input, now),
             Isolation::Reuse => REUSABLE.with(|cell| {
                 let mut cell = cell.borrow_mut();
                 let id = &self.runtime as *const Runtime as usize;
                 if cell.0 != id {
                     *cell = (id, Reusable::default());
                 }
-                self.runtime.decide_reused(&mut cell.1, head, now)
+                self.runtime.decide_reused(&mut cell.1, input, now)
             }),
         }
     }
@@ -91,15 +89,17 @@ impl Gateway {
         let head = request_head(&request);
         let method = request.method().clone();
         let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
-        let outcome = self.decide(&head);
+        // This server speaks plain HTTP; TLS, where used, ends in front of it.
+        let outcome = self.decide(Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head });
         let (response, note) = match outcome {
-            Ok(Decision::Forward { upstream, subject }) => {
+            Ok(Decision::Forward(plan)) => {
                 let note = format!(
-                    "forward {} sub={}",
-                    self.forwarder.resolve(&upstream),
-                    subject.as_deref().unwrap_or("-")
+                    "forward {}{} sub={}",
+                    self.forwarder.resolve(&plan.origin),
+                    plan.path,
+                    plan.subject().unwrap_or("-")
                 );
-                match self.forwarder.forward(request, &upstream, subject.as_deref()).await {
+                match self.forwarder.forward(request, &plan).await {
                     Ok(response) => (response, note),
                     Err(e) => (e.response(), format!("{note}: {e}")),
                 }
@@ -124,9 +124,7 @@ fn reject(decision: &Decision) -> (Response<Body>, String) {
             let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (json_response(status, &r.body, r.www_authenticate.as_deref()), format!("reject: {}", r.reason))
         }
-        Decision::Forward { .. } => {
-            (json_response(StatusCode::INTERNAL_SERVER_ERROR, "{}", None), "?".into())
-        }
+        Decision::Forward(_) => (json_response(StatusCode::INTERNAL_SERVER_ERROR, "{}", None), "?".into()),
     }
 }
 
@@ -158,17 +156,6 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         ExitCode::FAILURE
     };
     let threads = args.threads.unwrap_or_else(listen::cores).max(1);
-    // The config is needed only to resolve audiences named in overrides.
-    let needs_config = args.upstream_override.iter().any(|o| !o.starts_with("http"));
-    let config = match needs_config.then(|| gateway_config::load(&args.config)) {
-        None => None,
-        Some(Ok(config)) => Some(config),
-        Some(Err(e)) => return fail(e.to_string()),
-    };
-    let overrides = match parse_overrides(&args.upstream_override, config.as_ref()) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
     // A slot per worker thread (a request holds one only while the module
     // runs, which never awaits), twice over for reuse-mode instances being
     // replaced, plus one for the probe.
@@ -176,6 +163,15 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     let runtime = match Runtime::load(&args.engine, &args.source.source(), slots) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
+    };
+    // Audiences in overrides are resolved with the module's own route table.
+    let routes = match runtime.routes() {
+        Ok(routes) => routes,
+        Err(e) => return fail(format!("cannot read the module's routes: {e}")),
+    };
+    let overrides = match parse_overrides(&args.upstream_override, &routes) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
     };
     let tokio = match listen::runtime(threads) {
         Ok(t) => t,

@@ -1,6 +1,8 @@
-//! Forwarding an accepted request to its upstream: the original method,
-//! path, query and body (streamed, never buffered), without `Authorization`,
-//! with `X-Gateway-Subject` when the token has a subject. Upstreams can be
+//! Forwarding an accepted request to its upstream, exactly as the module's
+//! plan says: the client's method and body (streamed, never buffered) to the
+//! plan's origin and path, the client's fields less those the plan drops,
+//! plus those it sets. The host adds no rule of its own; its HTTP stack only
+//! frames the body and sets `Host` from the origin. An origin can be
 //! overridden (tests point the compiled-in routes at their own servers).
 
 use std::collections::HashMap;
@@ -14,14 +16,12 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use crate::decision::description_body;
+use crate::contract::{Plan, description_body};
+use crate::error::GuestError;
 use crate::listen::{Body, full};
 
 /// How long an upstream may take to connect and send its response head.
 pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The header that carries the token's subject upstream.
-pub const SUBJECT_HEADER: &str = "x-gateway-subject";
 
 /// Why a request could not be forwarded; every variant is a 502.
 #[derive(Debug, thiserror::Error)]
@@ -29,9 +29,9 @@ pub enum ForwardError {
     /// The upstream URL plus the path does not form a valid URI.
     #[error("upstream URL is invalid: {0}")]
     BadUri(String),
-    /// The subject cannot be a header value.
-    #[error("subject is not a valid header value")]
-    BadSubject,
+    /// The plan names a field that cannot be a header: the module's fault.
+    #[error("the module's plan sets or drops an invalid field: {0}")]
+    BadPlan(String),
     /// The upstream could not be reached or broke off.
     #[error("upstream unreachable: {0}")]
     Unreachable(String),
@@ -41,15 +41,23 @@ pub enum ForwardError {
 }
 
 impl ForwardError {
-    /// The HTTP status: 502 Bad Gateway.
+    /// The HTTP status: 500 for a plan the host cannot execute (the
+    /// module's fault), 502 Bad Gateway otherwise.
     pub fn status(&self) -> StatusCode {
-        StatusCode::BAD_GATEWAY
+        match self {
+            ForwardError::BadPlan(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            _ => StatusCode::BAD_GATEWAY,
+        }
     }
 
     /// The answer for the client, as `worker/ABI.md` fixes it for every host
     /// (the details go to the access log).
     pub fn response(&self) -> Response<Body> {
-        json_response(self.status(), &description_body("upstream unavailable"), None)
+        let description = match self {
+            ForwardError::BadPlan(_) => GuestError::BadOutput("plan").public_description(),
+            _ => "upstream unavailable",
+        };
+        json_response(self.status(), &description_body(description), None)
     }
 }
 
@@ -65,33 +73,50 @@ pub fn json_response(status: StatusCode, body: &str, challenge: Option<&str>) ->
     response
 }
 
-/// Parses `--upstream-override` values: `AUD=URL` (an audience of `config`)
-/// or `FROM_URL=URL`. Returns a map from the upstream the module names to the
-/// one to use instead.
+/// Parses `--upstream-override` values: `AUD=ORIGIN` (an audience of the
+/// module's route table, `routes`) or `FROM_ORIGIN=ORIGIN`. Returns a map
+/// from the origin the module names to the one to use instead. Overriding
+/// an origin moves every route on it; the path stays the module's.
 pub fn parse_overrides(
     values: &[String],
-    config: Option<&gateway_config::GatewayConfig>,
+    routes: &[(String, String)],
 ) -> Result<HashMap<String, String>, String> {
     let mut map = HashMap::new();
     for value in values {
-        let (key, url) =
-            value.split_once('=').ok_or_else(|| format!("--upstream-override {value}: expected AUD=URL"))?;
-        let url = url.trim_end_matches('/');
-        if url.parse::<Uri>().map_or(true, |u| u.scheme().is_none() || u.authority().is_none()) {
-            return Err(format!("--upstream-override {value}: {url} is not an absolute http URL"));
-        }
+        let (key, url) = value
+            .split_once('=')
+            .ok_or_else(|| format!("--upstream-override {value}: expected AUD=ORIGIN"))?;
+        let to = origin_of(url.trim_end_matches('/'))
+            .filter(|origin| *origin == url.trim_end_matches('/'))
+            .ok_or_else(|| {
+            format!("--upstream-override {value}: {url} is not an http origin (scheme://host:port, no path)")
+        })?;
         let from = if key.starts_with("http://") || key.starts_with("https://") {
-            key.trim_end_matches('/').to_owned()
+            origin_of(key).ok_or_else(|| format!("--upstream-override {value}: {key} is not an http URL"))?
         } else {
-            let config =
-                config.ok_or_else(|| format!("--upstream-override {value}: audience needs --config"))?;
-            config.routes.iter().find(|r| r.aud == key).map(|r| r.upstream.clone()).ok_or_else(|| {
-                format!("--upstream-override {value}: no route for audience {key:?} in the config")
+            let upstream =
+                routes.iter().find(|(aud, _)| aud == key).map(|(_, upstream)| upstream).ok_or_else(|| {
+                    let known: Vec<&str> = routes.iter().map(|(aud, _)| aud.as_str()).collect();
+                    format!(
+                        "--upstream-override {value}: the module has no route for {key:?} (it routes {})",
+                        known.join(", ")
+                    )
+                })?;
+            origin_of(upstream).ok_or_else(|| {
+                format!("--upstream-override {value}: route upstream {upstream} is not a URL")
             })?
         };
-        map.insert(from, url.to_owned());
+        map.insert(from.to_owned(), to.to_owned());
     }
     Ok(map)
+}
+
+/// The scheme and authority of an absolute http(s) URL.
+fn origin_of(url: &str) -> Option<&str> {
+    let uri: Uri = url.parse().ok()?;
+    let scheme = uri.scheme_str().filter(|s| *s == "http" || *s == "https")?;
+    let authority = uri.authority()?;
+    url.get(..scheme.len() + 3 + authority.as_str().len())
 }
 
 /// Forwards requests upstream over a pooled HTTP/1.1 client.
@@ -101,8 +126,8 @@ pub struct Forwarder {
     overrides: HashMap<String, String>,
 }
 
-/// Hop-by-hop headers (RFC 9110 section 7.6.1): they describe one connection
-/// and are never forwarded.
+/// Hop-by-hop headers of the upstream's response (RFC 9110 section 7.6.1):
+/// they describe one connection and are not passed to the client.
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
     "keep-alive",
@@ -125,34 +150,27 @@ impl Forwarder {
         Forwarder { client, overrides }
     }
 
-    /// The upstream base URL to use for the one the module named.
-    pub fn resolve<'a>(&'a self, upstream: &'a str) -> &'a str {
-        self.overrides.get(upstream).map_or(upstream, String::as_str)
+    /// The origin to use for the one the module named.
+    pub fn resolve<'a>(&'a self, origin: &'a str) -> &'a str {
+        self.overrides.get(origin).map_or(origin, String::as_str)
     }
 
-    /// Sends `request` to `upstream` + its path and query, streaming the body
-    /// both ways.
+    /// Sends `request` upstream as `plan` says, streaming the body both ways.
     pub async fn forward(
         &self,
         request: Request<Incoming>,
-        upstream: &str,
-        subject: Option<&str>,
+        plan: &Plan,
     ) -> Result<Response<Body>, ForwardError> {
         let (mut parts, body) = request.into_parts();
-        let base = self.resolve(upstream);
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        let uri: Uri = format!("{base}{path}")
+        let uri: Uri = format!("{}{}", self.resolve(&plan.origin), plan.path)
             .parse()
             .map_err(|e: http::uri::InvalidUri| ForwardError::BadUri(e.to_string()))?;
-        strip(&mut parts.headers);
+        apply(plan, &mut parts.headers)?;
+        // The one field the HTTP stack sets: Host, from the origin.
         if let Some(authority) = uri.authority()
             && let Ok(host) = HeaderValue::from_str(authority.as_str())
         {
             parts.headers.insert(header::HOST, host);
-        }
-        if let Some(subject) = subject {
-            let value = HeaderValue::from_str(subject).map_err(|_| ForwardError::BadSubject)?;
-            parts.headers.insert(HeaderName::from_static(SUBJECT_HEADER), value);
         }
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
@@ -178,11 +196,19 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Removes the token, any client-sent subject, and hop-by-hop headers.
-fn strip(headers: &mut HeaderMap) {
-    strip_hop_by_hop(headers);
-    headers.remove(header::AUTHORIZATION);
-    headers.remove(SUBJECT_HEADER);
+/// Drops and sets the fields as `plan` says, nothing else.
+pub fn apply(plan: &Plan, headers: &mut HeaderMap) -> Result<(), ForwardError> {
+    let name_of = |name: &str| {
+        HeaderName::from_bytes(name.as_bytes()).map_err(|_| ForwardError::BadPlan(name.to_owned()))
+    };
+    for name in &plan.drop {
+        headers.remove(name_of(name)?);
+    }
+    for (name, value) in &plan.set {
+        let value = HeaderValue::from_str(value).map_err(|_| ForwardError::BadPlan(name.clone()))?;
+        headers.insert(name_of(name)?, value);
+    }
+    Ok(())
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
@@ -207,23 +233,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strips_token_subject_and_hop_by_hop_headers() {
+    fn applies_the_plan_and_nothing_else() {
         let mut headers = HeaderMap::new();
         headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer x"));
-        headers.insert(SUBJECT_HEADER, HeaderValue::from_static("mallory"));
-        headers.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-private"));
-        headers.insert("x-private", HeaderValue::from_static("1"));
+        headers.append("x_gateway_subject", HeaderValue::from_static("mallory"));
+        headers.append("x_gateway_subject", HeaderValue::from_static("again"));
         headers.insert("x-kept", HeaderValue::from_static("1"));
-        strip(&mut headers);
-        assert_eq!(headers.len(), 1);
+        let plan = Plan {
+            origin: "http://u".into(),
+            path: "/".into(),
+            drop: vec!["authorization".into(), "x_gateway_subject".into()],
+            set: vec![("x-gateway-subject".into(), "alice".into())],
+        };
+        apply(&plan, &mut headers).expect("valid plan");
+        assert_eq!(headers.len(), 2);
+        assert_eq!(headers["x-gateway-subject"], "alice");
         assert!(headers.contains_key("x-kept"));
+        let bad = Plan { set: vec![("bad name".into(), "v".into())], ..plan };
+        assert!(matches!(apply(&bad, &mut headers), Err(ForwardError::BadPlan(_))));
     }
 
     #[test]
-    fn overrides_resolve_audiences_and_urls() {
-        let map = parse_overrides(&["http://a:1=http://127.0.0.1:5/".into()], None).expect("valid");
+    fn overrides_resolve_audiences_and_origins() {
+        let routes = vec![("orders".to_owned(), "http://10.0.0.5/orders-svc".to_owned())];
+        let map = parse_overrides(&["http://a:1=http://127.0.0.1:5/".into()], &routes).expect("valid");
         assert_eq!(map.get("http://a:1").map(String::as_str), Some("http://127.0.0.1:5"));
-        assert!(parse_overrides(&["orders=http://x".into()], None).is_err());
-        assert!(parse_overrides(&["http://a=nope".into()], None).is_err());
+        let map = parse_overrides(&["orders=http://127.0.0.1:6".into()], &routes).expect("valid");
+        assert_eq!(map.get("http://10.0.0.5").map(String::as_str), Some("http://127.0.0.1:6"));
+        assert!(parse_overrides(&["users=http://x".into()], &routes).is_err());
+        assert!(parse_overrides(&["http://a=nope".into()], &routes).is_err());
+        assert!(parse_overrides(&["orders=http://x/with-path".into()], &routes).is_err());
     }
 }

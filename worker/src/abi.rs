@@ -8,17 +8,19 @@
 use crate::config::{COMPILED, Config};
 use crate::gateway;
 use crate::reject::Rejection;
-use crate::response::OUTPUT_CAPACITY;
+use crate::response::{OUTPUT_CAPACITY, Output};
+use crate::target::MAX_TARGET_LEN;
 
 /// The contract version; a host refuses a module whose version it does not know.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// The input buffer's size: the largest request head the module accepts.
 pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
 
-/// The arena's size: the output buffer plus the decoded JOSE header and claims
-/// (each at most 192 bytes, since the token is at most 256).
-pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + 1024;
+/// The arena's size: the output buffer, the normalized target, and the
+/// decoded JOSE header and claims (each at most 192 bytes, since the token
+/// is at most 256).
+pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 1024;
 
 /// Everything an instance holds: the input buffer, the request arena (whose
 /// first bytes are the output buffer), and the length of the last answer.
@@ -39,16 +41,34 @@ impl Instance {
         &mut self.input
     }
 
-    /// Decides the request whose head fills the first `len` bytes of the
-    /// input buffer. A `len` beyond the buffer means the head did not fit:
-    /// the answer is 431 without reading the buffer.
+    /// Decides the request whose context line and head fill the first `len`
+    /// bytes of the input buffer. A `len` beyond the buffer means the head
+    /// did not fit: the answer is 431 without reading the buffer.
     pub fn handle(&mut self, len: u32, now: f64, config: &Config<'_>) -> u32 {
         let answer = match self.input.get(..len as usize) {
-            Some(head) => gateway::handle(head, now, config, &mut self.scratch),
+            Some(input) => gateway::handle(input, now, config, &mut self.scratch),
             None => gateway::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
         };
         self.output_len = answer.output.len();
         u32::from(answer.status)
+    }
+
+    /// Writes the route table into the output (`ABI.md`, "Routes"), so a
+    /// host learns the module's upstreams from the module itself.
+    pub fn routes(&mut self, config: &Config<'_>) -> u32 {
+        let mut out = Output::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let written = config.routes.iter().enumerate().try_for_each(|(i, route)| {
+            let separator: &[u8] = if i == 0 { b"" } else { b"\n" };
+            out.push_all(&[
+                separator,
+                route.audience.as_bytes(),
+                b" ",
+                route.origin.as_bytes(),
+                route.base_path.as_bytes(),
+            ])
+        });
+        self.output_len = if written.is_ok() { out.written() } else { 0 };
+        self.output_len as u32
     }
 
     /// The last answer's output: the first `output_len` bytes of the arena.
@@ -113,6 +133,12 @@ mod exports {
         instance().handle(len, now, compiled_config())
     }
 
+    /// Writes the route table to the output and returns its length.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn routes() -> u32 {
+        instance().routes(compiled_config())
+    }
+
     /// Where the last answer's output starts.
     #[unsafe(no_mangle)]
     pub extern "C" fn output_ptr() -> *const u8 {
@@ -146,14 +172,31 @@ mod tests {
     }
 
     #[test]
+    fn routes_lists_audience_and_upstream_per_line() {
+        let mut instance = std::boxed::Box::new(Instance::new());
+        let config = Config {
+            routes: &[
+                crate::config::Route { audience: "a", origin: "http://h:1", base_path: "/a-svc" },
+                crate::config::Route { audience: "b", origin: "https://h", base_path: "" },
+            ],
+            ..*compiled_config()
+        };
+        let len = instance.routes(&config);
+        assert_eq!(instance.output(), b"a http://h:1/a-svc\nb https://h");
+        assert_eq!(len as usize, instance.output().len());
+    }
+
+    #[test]
     fn an_instance_answers_request_after_request() {
         let mut instance = std::boxed::Box::new(Instance::new());
-        let head = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+        let head = b"http 127.0.0.1\nGET / HTTP/1.1\r\nHost: gw\r\n\r\n";
         for _ in 0..3 {
             instance.input_mut()[..head.len()].copy_from_slice(head);
             assert_eq!(instance.handle(head.len() as u32, 1.8e9, compiled_config()), 401);
             assert!(instance.output().starts_with(b"\nbearer token required\n"));
         }
-        assert_eq!(instance.handle(0, 1.8e9, compiled_config()), 400);
+        // No context line: the host broke the contract.
+        assert_eq!(instance.handle(0, 1.8e9, compiled_config()), 500);
+        assert!(instance.output().starts_with(b"\nhost context invalid\n"));
     }
 }

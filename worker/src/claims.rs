@@ -8,8 +8,10 @@
 //! - `iss` must equal the configured issuer when one is configured.
 //! - `aud` is a string or an array of at most [`MAX_AUDIENCES`] strings; the
 //!   first audience, in token order, that has a route wins.
-//! - `sub`, when present, is forwarded upstream as a header, so it must be
-//!   printable ASCII.
+//! - `sub`, when present, is forwarded upstream as a header, so it must
+//!   travel intact: visible ASCII and inner spaces only, not empty, no
+//!   leading or trailing space (which HTTP would trim). It is refused, never
+//!   trimmed.
 //! - Strings are read raw, without unescaping. An escape in `aud` or `sub` is
 //!   refused, so that one audience can never be spelled two ways; an escape in
 //!   `iss` simply fails to match the configured issuer.
@@ -110,9 +112,7 @@ fn grant<'c, 'a, A: Audiences<'a>>(
     }
     let subject = match claims.sub {
         Some(sub) if sub.contains('\\') => return Err(Rejection::EscapedString),
-        Some(sub) if !sub.bytes().all(|b| (0x20..=0x7e).contains(&b)) => {
-            return Err(Rejection::SubjectNotHeaderSafe);
-        }
+        Some(sub) if !travels_intact(sub) => return Err(Rejection::SubjectNotHeaderSafe),
         other => other,
     };
     let audiences = claims.aud.as_ref().map(Audiences::list).unwrap_or(&[]);
@@ -127,6 +127,14 @@ fn grant<'c, 'a, A: Audiences<'a>>(
     Ok(Grant { route, subject })
 }
 
+/// True when `value` reaches the upstream as the same bytes in a header:
+/// visible ASCII with inner spaces, nothing an HTTP parser would trim.
+fn travels_intact(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let visible = |b: Option<&u8>| b.is_some_and(|b| (0x21..=0x7e).contains(b));
+    visible(bytes.first()) && visible(bytes.last()) && bytes.iter().all(|b| (0x20..=0x7e).contains(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,15 +145,16 @@ mod tests {
         realm: "test",
         issuer: Some("https://issuer.example"),
         leeway_secs: 30,
+        trusted_proxy_hops: 0,
         keys: &[Key { kid: "k", secret: b"0123456789abcdef0123456789abcdef" }],
         routes: &[
-            Route { audience: "billing", upstream: "http://b" },
-            Route { audience: "orders", upstream: "http://o" },
+            Route { audience: "billing", origin: "http://b", base_path: "" },
+            Route { audience: "orders", origin: "http://o", base_path: "" },
         ],
     };
 
     fn upstream_of(json: &str) -> Result<(&'static str, Option<std::string::String>), Rejection> {
-        check(json.as_bytes(), NOW, &CONFIG).map(|g| (g.route.upstream, g.subject.map(Into::into)))
+        check(json.as_bytes(), NOW, &CONFIG).map(|g| (g.route.origin, g.subject.map(Into::into)))
     }
 
     /// Claims with `extra` members spliced in after a valid iss.
@@ -189,6 +198,11 @@ mod tests {
         escaped_aud_in_list: claims(r#","exp":1800000100,"aud":["admin","ord\u0065rs"]"#) => Err(Rejection::EscapedString);
         escaped_sub: claims(r#","exp":1800000100,"aud":"orders","sub":"a\"b""#) => Err(Rejection::EscapedString);
         sub_with_utf8: claims(r#","exp":1800000100,"aud":"orders","sub":"zoë""#) => Err(Rejection::SubjectNotHeaderSafe);
+        sub_with_leading_space: claims(r#","exp":1800000100,"aud":"orders","sub":" admin""#) => Err(Rejection::SubjectNotHeaderSafe);
+        sub_with_trailing_space: claims(r#","exp":1800000100,"aud":"orders","sub":"admin ""#) => Err(Rejection::SubjectNotHeaderSafe);
+        sub_with_tab: claims(r#","exp":1800000100,"aud":"orders","sub":"ad	min""#) => Err(Rejection::MalformedClaims);
+        sub_empty: claims(r#","exp":1800000100,"aud":"orders","sub":"""#) => Err(Rejection::SubjectNotHeaderSafe);
+        sub_with_inner_space: claims(r#","exp":1800000100,"aud":"orders","sub":"Ada Lovelace""#) => Ok(("http://o", Some("Ada Lovelace".into())));
         too_many_audiences: claims(r#","exp":1800000100,"aud":["1","2","3","4","5","6","7","8","orders"]"#) => Err(Rejection::MalformedClaims);
         aud_number: claims(r#","exp":1800000100,"aud":7"#) => Err(Rejection::MalformedClaims);
         duplicate_exp: claims(r#","exp":1800000100,"exp":1,"aud":"orders""#) => Err(Rejection::MalformedClaims);

@@ -13,6 +13,11 @@ pub struct Config<'c> {
     pub issuer: Option<&'c str>,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds.
     pub leeway_secs: u64,
+    /// Proxies in front of the gateway whose `X-Forwarded-For` is trusted:
+    /// 0 (an edge gateway, the first hop) replaces the client's value with
+    /// the peer address; more keeps it and appends the peer, as Envoy's
+    /// `xff_num_trusted_hops` does.
+    pub trusted_proxy_hops: u32,
     /// HS256 keys by kid.
     pub keys: &'c [Key<'c>],
     /// Routes sorted by audience in byte order, without duplicates (the build
@@ -35,13 +40,18 @@ impl fmt::Debug for Key<'_> {
     }
 }
 
-/// One route: tokens for `audience` go to `upstream`.
+/// One route: tokens for `audience` go to `origin`, under `base_path`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route<'c> {
     /// The audience, compared byte for byte.
     pub audience: &'c str,
-    /// The upstream base URL, without a trailing slash.
-    pub upstream: &'c str,
+    /// The upstream's scheme and authority (`http://10.0.0.5:8080`), no path.
+    pub origin: &'c str,
+    /// The path every forwarded request stays under: empty, or `/` and
+    /// segments without a trailing slash (`/orders-svc`). The build checks
+    /// that it is canonical (no dot segments, no escapes a server could
+    /// read as a separator).
+    pub base_path: &'c str,
 }
 
 impl Config<'_> {

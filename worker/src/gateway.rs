@@ -1,14 +1,14 @@
-//! The request path end to end: parse, split, verify, check claims, route,
-//! respond. Each phase is a module of its own; this one only runs them in
-//! order and turns the outcome into an answer.
+//! The request path end to end: context, parse, target, token, verify,
+//! claims, route, forward. Each phase is a module of its own; this one only
+//! runs them in order and turns the outcome into an answer.
 
 use crate::arena::Arena;
 use crate::claims::{self, Grant};
 use crate::config::Config;
 use crate::reject::Rejection;
-use crate::request::{self, TokenBuf};
+use crate::request::{self, Head, MAX_HEADERS, TokenBuf};
 use crate::response::{self, OUTPUT_CAPACITY, Output};
-use crate::{header, jws, signature};
+use crate::{context, forward, header, jws, signature, target};
 
 /// The largest clock value accepted: 2^53, the last integer a JavaScript
 /// number holds exactly.
@@ -23,36 +23,57 @@ pub struct Answer<'a> {
     pub output: &'a [u8],
 }
 
-/// Decides one request. `now` is Unix seconds from the host's clock;
-/// `scratch` is the request's arena, reset by this call. The output is
-/// always the first bytes of `scratch`.
-pub fn handle<'a>(head: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
-    let mut arena = Arena::new(scratch);
-    let Ok(out) = arena.alloc(OUTPUT_CAPACITY) else {
+/// Decides one request. `input` is what the host wrote into the input
+/// buffer: the context line, then the request head (`ABI.md`). `now` is
+/// Unix seconds from the host's clock; `scratch` is the request's arena,
+/// reset by this call. The output is always the first bytes of `scratch`.
+pub fn handle<'a>(input: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
+    if scratch.len() < OUTPUT_CAPACITY {
         return Answer { status: 500, output: &[] };
-    };
-    let outcome = clock(now).and_then(|now| authorize(head, now, config, &mut arena));
-    respond(outcome, config, out)
+    }
+    let (out, rest) = scratch.split_at_mut(OUTPUT_CAPACITY);
+    let mut arena = Arena::new(rest);
+    let mut writer = Output::new(&mut *out);
+    let written = clock(now)
+        .and_then(|now| decide(input, now, config, &mut arena, &mut writer))
+        .map(|()| writer.written());
+    finish(written, config, out)
 }
 
 /// Answers `rejection` without looking at a request (for checks the host
 /// contract makes before the request path runs, such as the head's size).
 pub fn reject<'a>(rejection: Rejection, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
     match scratch.get_mut(..OUTPUT_CAPACITY) {
-        Some(out) => respond(Err(rejection), config, out),
+        Some(out) => finish(Err(rejection), config, out),
         None => Answer { status: 500, output: &[] },
     }
 }
 
-/// Runs the phases that decide whether and where a request goes.
+/// Runs every phase and, for an accepted request, writes its forward plan.
+fn decide(
+    input: &[u8],
+    now: u64,
+    config: &Config<'_>,
+    arena: &mut Arena<'_>,
+    out: &mut Output<'_>,
+) -> Result<(), Rejection> {
+    let (context, head_bytes) = context::split(input)?;
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let head = request::parse(head_bytes, &mut fields)?;
+    let target = target::normalize(head.method, head.target, arena)?;
+    let grant = authorize(&head, now, config, arena)?;
+    forward::write_plan(out, &grant, &head, &target, &context, config)
+}
+
+/// Runs the phases that decide whether and where a parsed request goes.
 pub fn authorize<'c, 'a>(
-    head: &[u8],
+    head: &Head<'_, '_>,
     now: u64,
     config: &Config<'c>,
     arena: &mut Arena<'a>,
 ) -> Result<Grant<'c, 'a>, Rejection> {
     let mut token = TokenBuf::new();
-    request::extract_bearer(head, &mut token)?;
+    request::bearer(head, &mut token)?;
     let parts = jws::split(token.as_bytes())?;
     let header_json = jws::decode(parts.header, arena)?;
     let key = header::select_key(header_json, config.keys)?;
@@ -72,24 +93,21 @@ pub fn clock(now: f64) -> Result<u64, Rejection> {
     }
 }
 
-fn respond<'a>(
-    outcome: Result<Grant<'_, '_>, Rejection>,
-    config: &Config<'_>,
-    out: &'a mut [u8],
-) -> Answer<'a> {
-    let mut writer = Output::new(&mut *out);
-    let (status, written) = match outcome {
-        Ok(grant) => (200, response::write_grant(&mut writer, &grant)),
+/// Turns the outcome into the answer: the plan already written (its
+/// length), or the rejection written over whatever was.
+fn finish<'a>(written: Result<usize, Rejection>, config: &Config<'_>, out: &'a mut [u8]) -> Answer<'a> {
+    let (status, len) = match written {
+        Ok(len) => (200, len),
         Err(rejection) => {
-            (rejection.status(), response::write_rejection(&mut writer, rejection, config.realm))
+            let mut writer = Output::new(&mut *out);
+            match response::write_rejection(&mut writer, rejection, config.realm) {
+                Ok(()) => (rejection.status(), writer.written()),
+                Err(_) => (500, 0),
+            }
         }
     };
-    let len = writer.written();
     let out: &'a [u8] = out;
-    match written {
-        Ok(()) => Answer { status, output: &out[..len] },
-        Err(_) => Answer { status: 500, output: &[] },
-    }
+    Answer { status, output: &out[..len] }
 }
 
 #[cfg(test)]
@@ -107,13 +125,14 @@ mod tests {
         realm: "gw",
         issuer: Some("iss"),
         leeway_secs: 0,
+        trusted_proxy_hops: 0,
         keys: &[
             Key { kid: "k1", secret: SECRET },
             Key { kid: "k2", secret: b"another-key-0123456789abcdef01234" },
         ],
         routes: &[
-            Route { audience: "a", upstream: "http://a" },
-            Route { audience: "b", upstream: "http://b" },
+            Route { audience: "a", origin: "http://a", base_path: "/a-svc" },
+            Route { audience: "b", origin: "http://b:8080", base_path: "" },
         ],
     };
 
@@ -142,30 +161,96 @@ mod tests {
         std::format!("POST /v1/orders?x=1 HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n")
     }
 
+    /// The scratch region an instance has.
+    fn scratch() -> std::vec::Vec<u8> {
+        std::vec![0u8; crate::abi::SCRATCH_CAPACITY]
+    }
+
     fn decide(head: &str) -> (u16, String) {
-        let mut scratch = [0u8; 4096];
-        let answer = handle(head.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+        let mut scratch = scratch();
+        let input = std::format!("http 192.0.2.1\n{head}");
+        let answer = handle(input.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
         (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
     }
 
     fn rejection_of(head: &str) -> Option<Rejection> {
         let (status, output) = decide(head);
         let reason = output.split('\n').nth(1)?;
-        let found = Rejection::ALL.into_iter().find(|r| r.reason() == reason)?;
+        let found = Rejection::ALL.iter().copied().find(|r| r.reason() == reason)?;
         assert_eq!(found.status(), status);
         Some(found)
     }
 
+    /// `authorize` on `head` alone, as the request path runs it after parsing.
+    fn authorized(head: &str, now: u64, config: &Config<'_>) -> Result<(), Rejection> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let head = request::parse(head.as_bytes(), &mut fields)?;
+        let mut scratch = scratch();
+        let mut arena = Arena::new(&mut scratch);
+        authorize(&head, now, config, &mut arena).map(|_| ())
+    }
+
     #[test]
-    fn a_valid_token_is_forwarded_with_its_subject() {
-        assert_eq!(decide(&request(&token(HEADER, &valid_claims()))), (200, "http://b\nalice".into()));
+    fn a_valid_token_is_forwarded_with_its_plan() {
+        let (status, plan) = decide(&request(&token(HEADER, &valid_claims())));
+        assert_eq!(status, 200);
+        assert_eq!(
+            plan,
+            "http://b:8080\n/v1/orders?x=1\n-host\n-authorization\n+x-gateway-subject:alice\n\
+             +x-forwarded-for:192.0.2.1\n+x-forwarded-proto:http\n+x-forwarded-host:gw"
+        );
+    }
+
+    #[test]
+    fn the_route_base_path_confines_the_target() {
+        let claims = std::format!(r#"{{"iss":"iss","aud":"a","exp":{}}}"#, NOW + 60);
+        let head = request(&token(HEADER, &claims)).replace("/v1/orders?x=1", "/x/../y/./z");
+        let (status, plan) = decide(&head);
+        assert_eq!(
+            (status, plan.split('\n').take(2).collect::<std::vec::Vec<_>>()),
+            (200, std::vec!["http://a", "/a-svc/y/z"])
+        );
+        let climbing = request(&token(HEADER, &claims)).replace("/v1/orders?x=1", "/../b-svc");
+        assert_eq!(rejection_of(&climbing), Some(Rejection::PathAboveRoot));
+    }
+
+    #[test]
+    fn request_shape_is_judged_before_the_token() {
+        // A malformed request is a 400 whether or not it carries a valid token.
+        for head in
+            ["CONNECT evil:443 HTTP/1.1\r\nHost: gw\r\n\r\n", "OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"]
+        {
+            assert_eq!(decide(head).0, 400, "{head}");
+        }
+        let valid = request(&token(HEADER, &valid_claims()));
+        assert_eq!(
+            rejection_of(&valid.replace("POST /v1/orders?x=1", "CONNECT evil:443")),
+            Some(Rejection::ConnectNotAllowed)
+        );
+        assert_eq!(
+            rejection_of(&valid.replace("/v1/orders?x=1", "/%2e%2e/x")),
+            Some(Rejection::PathAboveRoot)
+        );
+    }
+
+    #[test]
+    fn a_bad_context_line_is_the_hosts_failure() {
+        let mut scratch = scratch();
+        let head = request(&token(HEADER, &valid_claims()));
+        for input in
+            [head.clone(), std::format!("gopher 1.2.3.4\n{head}"), std::format!("http 1.2.3.4\r\n{head}")]
+        {
+            let answer = handle(input.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+            assert_eq!(answer.status, 500);
+            assert!(answer.output.starts_with(b"\nhost context invalid\n"));
+        }
     }
 
     #[test]
     fn rfc7515_a1_vector_verifies_and_then_expires() {
         // RFC 7515 appendix A.1: HS256 with a 64-byte key, no kid, CRLF in the JSON.
         let text = std::fs::read_to_string(std::format!(
-            "{}/../../shared/vectors/rfc7515-a1-hs256.json",
+            "{}/tests/data/rfc7515-a1-hs256.json",
             env!("CARGO_MANIFEST_DIR")
         ))
         .expect("vector file");
@@ -175,20 +260,13 @@ mod tests {
         let keys = [Key { kid: "unused", secret: &secret }];
         let config = Config { issuer: Some("joe"), keys: &keys, ..CONFIG };
         let head = request(compact);
-        let mut scratch = [0u8; 4096];
-        let mut arena = crate::arena::Arena::new(&mut scratch);
         // Before exp the signature and claims check out; the vector has no aud.
-        let before = authorize(head.as_bytes(), 1_300_819_000, &config, &mut arena);
-        assert_eq!(before.map(|_| ()), Err(Rejection::MissingAudience));
-        let mut arena = crate::arena::Arena::new(&mut scratch);
-        let now = authorize(head.as_bytes(), NOW, &config, &mut arena);
-        assert_eq!(now.map(|_| ()), Err(Rejection::Expired));
+        assert_eq!(authorized(&head, 1_300_819_000, &config), Err(Rejection::MissingAudience));
+        assert_eq!(authorized(&head, NOW, &config), Err(Rejection::Expired));
         let mut forged = String::from(compact);
         forged.pop();
         forged.push('Y');
-        let mut arena = crate::arena::Arena::new(&mut scratch);
-        let forged = authorize(request(&forged).as_bytes(), 1_300_819_000, &config, &mut arena);
-        assert_eq!(forged.map(|_| ()), Err(Rejection::BadSignature));
+        assert_eq!(authorized(&request(&forged), 1_300_819_000, &config), Err(Rejection::BadSignature));
     }
 
     #[test]
@@ -215,7 +293,7 @@ mod tests {
             ),
             (
                 "basic scheme",
-                "GET / HTTP/1.1\r\nAuthorization: Basic YTpi\r\n\r\n".into(),
+                "GET / HTTP/1.1\r\nHost: gw\r\nAuthorization: Basic YTpi\r\n\r\n".into(),
                 Rejection::UnsupportedScheme
             ),
             (
@@ -336,6 +414,20 @@ mod tests {
                 request(&claims(&std::format!(r#"{{"iss":"iss","aud":"b","sub":"zoë","exp":{exp_ok}}}"#))),
                 Rejection::SubjectNotHeaderSafe
             ),
+            (
+                "sub with a leading space",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"b","sub":" admin","exp":{exp_ok}}}"#))),
+                Rejection::SubjectNotHeaderSafe
+            ),
+            ("no host", request(&good).replace("Host: gw\r\n", ""), Rejection::MissingHost),
+            (
+                "smuggling",
+                request(&good)
+                    .replace("\r\n\r\n", "\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+                Rejection::ConflictingFraming
+            ),
+            ("asterisk", request(&good).replace("POST /v1/orders?x=1", "OPTIONS *"), Rejection::AsteriskForm),
+            ("encoded slash", request(&good).replace("/v1/orders", "/v1%2forders"), Rejection::EncodedSlash),
         ];
         for (name, head, expected) in cases {
             assert_eq!(rejection_of(&head), Some(expected), "{name}");
@@ -346,8 +438,9 @@ mod tests {
     fn the_clock_must_be_sane() {
         let head = request(&token(HEADER, &valid_claims()));
         for now in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
-            let mut scratch = [0u8; 4096];
-            let answer = handle(head.as_bytes(), now, &CONFIG, &mut scratch);
+            let mut scratch = scratch();
+            let input = std::format!("http 192.0.2.1\n{head}");
+            let answer = handle(input.as_bytes(), now, &CONFIG, &mut scratch);
             assert_eq!(answer.status, 500, "{now}");
         }
         assert_eq!(clock(1_800_000_000.9), Ok(1_800_000_000));
@@ -357,9 +450,10 @@ mod tests {
     #[test]
     fn a_small_scratch_region_is_a_500_not_a_panic() {
         let head = request(&token(HEADER, &valid_claims()));
+        let input = std::format!("http 192.0.2.1\n{head}");
         for size in [0, 10, OUTPUT_CAPACITY, OUTPUT_CAPACITY + 20] {
             let mut scratch = std::vec![0u8; size];
-            let answer = handle(head.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+            let answer = handle(input.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
             assert_eq!(answer.status, 500, "scratch of {size} bytes");
         }
     }

@@ -1,11 +1,15 @@
-//! Phase 1, parse: the request head, zero-copy, and its one bearer token.
+//! Phase 1, parse: the request head, zero-copy, checked for the shapes that
+//! let one request be read two ways, and its one bearer token.
 //!
 //! `httparse` parses the head into slices of the input (it is `no_std`,
-//! zero-copy and fuzzed). This phase then finds exactly one `Authorization`
-//! header, checks the `Bearer` scheme (case-insensitive, RFC 7235 section
-//! 2.1) followed by one or more spaces (RFC 6750 section 2.1), and copies the
-//! token into a fixed 256-byte buffer. Nothing else of the request is kept:
-//! routing is by the token's audience, and the host keeps the body.
+//! zero-copy and fuzzed). This phase then refuses what an upstream could
+//! read differently from the gateway: control bytes in a field value, a
+//! missing or repeated `Host`, and framing that smuggles a second request
+//! (`Content-Length` beside `Transfer-Encoding`, repeated or non-numeric
+//! lengths, codings other than `chunked`). The bearer token is found in
+//! exactly one `Authorization` header, scheme `Bearer` (case-insensitive,
+//! RFC 7235 section 2.1) followed by one or more spaces (RFC 6750 section
+//! 2.1), and copied into a fixed 256-byte buffer.
 
 use crate::reject::Rejection;
 
@@ -14,6 +18,113 @@ pub const MAX_HEADERS: usize = 64;
 
 /// The longest token the gateway accepts, in bytes.
 pub const TOKEN_CAPACITY: usize = 256;
+
+/// A parsed request head: slices of the input, nothing copied.
+#[derive(Debug, Clone, Copy)]
+pub struct Head<'b, 'h> {
+    /// The method, a token (`GET`, `POST`, ...).
+    pub method: &'b str,
+    /// The request target as sent.
+    pub target: &'b [u8],
+    /// The minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor_version: u8,
+    /// The header fields in order.
+    pub fields: &'h [httparse::Header<'b>],
+}
+
+impl<'b> Head<'b, '_> {
+    /// The fields named `name` (ASCII case-insensitive), in order.
+    pub fn named<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'b [u8]> + 's {
+        self.fields.iter().filter(move |f| f.name.eq_ignore_ascii_case(name)).map(|f| f.value)
+    }
+
+    /// The `Host` value, when there is one (`parse` allows at most one).
+    pub fn host(&self) -> Option<&'b [u8]> {
+        self.named("host").next()
+    }
+}
+
+/// Parses `bytes` into a [`Head`] whose fields live in `fields`, and checks it.
+pub fn parse<'b, 'h>(
+    bytes: &'b [u8],
+    fields: &'h mut [httparse::Header<'b>; MAX_HEADERS],
+) -> Result<Head<'b, 'h>, Rejection> {
+    let mut request = httparse::Request::new(fields);
+    match request.parse(bytes) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => return Err(Rejection::IncompleteRequest),
+        Err(httparse::Error::TooManyHeaders) => return Err(Rejection::TooManyHeaders),
+        Err(_) => return Err(Rejection::MalformedRequest),
+    }
+    let httparse::Request { method, path, version, headers } = request;
+    let (Some(method), Some(path), Some(minor_version)) = (method, path, version) else {
+        return Err(Rejection::IncompleteRequest);
+    };
+    let head = Head { method, target: path.as_bytes(), minor_version, fields: headers };
+    check_field_values(&head)?;
+    check_framing(&head)?;
+    check_host(&head)?;
+    Ok(head)
+}
+
+/// RFC 9110 section 5.5: a field value is visible ASCII, obs-text, spaces
+/// and tabs; any other control byte is refused.
+fn check_field_values(head: &Head<'_, '_>) -> Result<(), Rejection> {
+    let is_control = |b: &u8| (*b < 0x20 && *b != b'\t') || *b == 0x7f;
+    match head.fields.iter().any(|f| f.value.iter().any(is_control)) {
+        true => Err(Rejection::InvalidFieldValue),
+        false => Ok(()),
+    }
+}
+
+/// One way to frame a body, spelled one way (RFC 9112 section 6).
+fn check_framing(head: &Head<'_, '_>) -> Result<(), Rejection> {
+    let lengths = head.named("content-length").count();
+    let codings = head.named("transfer-encoding").count();
+    if lengths > 0 && codings > 0 {
+        return Err(Rejection::ConflictingFraming);
+    }
+    if lengths > 1 || head.named("content-length").any(|v| v.is_empty() || !v.iter().all(u8::is_ascii_digit))
+    {
+        return Err(Rejection::InvalidContentLength);
+    }
+    let chunked_only = |v: &[u8]| trim_ows(v).eq_ignore_ascii_case(b"chunked");
+    if codings > 1
+        || (codings == 1 && (head.minor_version == 0 || !head.named("transfer-encoding").all(chunked_only)))
+    {
+        return Err(Rejection::UnsupportedTransferEncoding);
+    }
+    Ok(())
+}
+
+/// RFC 9112 section 3.2: exactly one `Host` in HTTP/1.1, at most one in
+/// HTTP/1.0, and its value an authority (or empty).
+fn check_host(head: &Head<'_, '_>) -> Result<(), Rejection> {
+    match (head.named("host").count(), head.minor_version) {
+        (0, 0) | (1, _) => {}
+        (0, _) => return Err(Rejection::MissingHost),
+        _ => return Err(Rejection::DuplicateHost),
+    }
+    match head.host() {
+        Some(host) if !is_authority(host) => Err(Rejection::MalformedHost),
+        _ => Ok(()),
+    }
+}
+
+/// RFC 3986 authority characters without user info: a reg-name, an IPv4
+/// address or an IPv6 literal in brackets, and an optional port. Empty is
+/// allowed (RFC 9112 section 3.2).
+pub fn is_authority(text: &[u8]) -> bool {
+    text.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
+}
+
+/// The value without leading and trailing spaces and tabs.
+pub fn trim_ows(value: &[u8]) -> &[u8] {
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = value.iter().position(|b| !is_ows(b)).unwrap_or(value.len());
+    let end = value.iter().rposition(|b| !is_ows(b)).map_or(start, |i| i + 1);
+    &value[start..end]
+}
 
 /// A bearer token copied out of the request head into a fixed buffer.
 pub struct TokenBuf {
@@ -46,28 +157,21 @@ impl Default for TokenBuf {
     }
 }
 
-/// Parses `head` and copies its bearer token into `token`.
-pub fn extract_bearer(head: &[u8], token: &mut TokenBuf) -> Result<(), Rejection> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut request = httparse::Request::new(&mut headers);
-    match request.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err(Rejection::IncompleteRequest),
-        Err(httparse::Error::TooManyHeaders) => return Err(Rejection::TooManyHeaders),
-        Err(_) => return Err(Rejection::MalformedRequest),
+/// Copies the bearer token of `head` into `token`.
+pub fn bearer(head: &Head<'_, '_>, token: &mut TokenBuf) -> Result<(), Rejection> {
+    let mut values = head.named("authorization");
+    let value = values.next().ok_or(Rejection::MissingAuthorization)?;
+    if values.next().is_some() {
+        return Err(Rejection::DuplicateAuthorization);
     }
-
-    let mut authorization = None;
-    for header in request.headers.iter() {
-        if header.name.eq_ignore_ascii_case("authorization") {
-            if authorization.is_some() {
-                return Err(Rejection::DuplicateAuthorization);
-            }
-            authorization = Some(header.value);
-        }
-    }
-    let value = authorization.ok_or(Rejection::MissingAuthorization)?;
     token.set(bearer_credentials(value)?)
+}
+
+/// Parses `head` and copies its bearer token into `token`: the parse phase
+/// alone, for benchmarks and fuzzing.
+pub fn extract_bearer(head: &[u8], token: &mut TokenBuf) -> Result<(), Rejection> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    bearer(&parse(head, &mut fields)?, token)
 }
 
 /// The token of an `Authorization: Bearer <token>` value.
@@ -130,7 +234,7 @@ mod tests {
         bearer_token_is_copied: with_auth("Bearer a.b.c") => Ok(b"a.b.c".to_vec());
         scheme_is_case_insensitive: with_auth("bEaReR a.b.c") => Ok(b"a.b.c".to_vec());
         several_spaces_after_scheme: with_auth("Bearer   a.b.c") => Ok(b"a.b.c".to_vec());
-        header_name_is_case_insensitive: "GET / HTTP/1.1\r\naUtHoRiZaTiOn: Bearer x\r\n\r\n" => Ok(b"x".to_vec());
+        header_name_is_case_insensitive: "GET / HTTP/1.1\r\nHost: gw\r\naUtHoRiZaTiOn: Bearer x\r\n\r\n" => Ok(b"x".to_vec());
         no_authorization_header: "GET / HTTP/1.1\r\nHost: gw\r\n\r\n" => Err(Rejection::MissingAuthorization);
         basic_scheme: with_auth("Basic dXNlcjpwYXNz") => Err(Rejection::UnsupportedScheme);
         scheme_prefix_only: with_auth("Bearerx a.b.c") => Err(Rejection::UnsupportedScheme);
@@ -140,7 +244,29 @@ mod tests {
         space_inside_token: with_auth("Bearer a.b c") => Err(Rejection::MalformedAuthorization);
         comma_inside_token: with_auth("Bearer a.b,c") => Err(Rejection::MalformedAuthorization);
         only_padding: with_auth("Bearer ==") => Err(Rejection::MalformedAuthorization);
-        two_authorization_headers: "GET / HTTP/1.1\r\nAuthorization: Bearer a\r\nauthorization: Bearer a\r\n\r\n" => Err(Rejection::DuplicateAuthorization);
+        two_authorization_headers: "GET / HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer a\r\nauthorization: Bearer a\r\n\r\n" => Err(Rejection::DuplicateAuthorization);
+        host_required_in_http11: "GET / HTTP/1.1\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MissingHost);
+        host_optional_in_http10: "GET / HTTP/1.0\r\nAuthorization: Bearer a\r\n\r\n" => Ok(b"a".to_vec());
+        empty_host_allowed: "GET / HTTP/1.1\r\nHost:\r\nAuthorization: Bearer a\r\n\r\n" => Ok(b"a".to_vec());
+        two_hosts: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::DuplicateHost);
+        host_with_user_info: "GET / HTTP/1.1\r\nHost: u@h\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MalformedHost);
+        host_with_space: "GET / HTTP/1.1\r\nHost: a b\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MalformedHost);
+        content_length_and_chunked: with_auth("Bearer a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked") => Err(Rejection::ConflictingFraming);
+        chunked_and_content_length: with_auth("Bearer a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5") => Err(Rejection::ConflictingFraming);
+        two_equal_lengths: with_auth("Bearer a\r\nContent-Length: 5\r\nContent-Length: 5") => Err(Rejection::InvalidContentLength);
+        joined_lengths: with_auth("Bearer a\r\nContent-Length: 5, 6") => Err(Rejection::InvalidContentLength);
+        signed_length: with_auth("Bearer a\r\nContent-Length: +5") => Err(Rejection::InvalidContentLength);
+        plain_length: with_auth("Bearer a\r\nContent-Length: 17") => Ok(b"a".to_vec());
+        chunked_then_identity: with_auth("Bearer a\r\nTransfer-Encoding: chunked, identity") => Err(Rejection::UnsupportedTransferEncoding);
+        gzip_then_chunked: with_auth("Bearer a\r\nTransfer-Encoding: gzip, chunked") => Err(Rejection::UnsupportedTransferEncoding);
+        two_chunked_fields: with_auth("Bearer a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked") => Err(Rejection::UnsupportedTransferEncoding);
+        chunked_in_any_case: with_auth("Bearer a\r\nTransfer-Encoding: ChUnKeD") => Ok(b"a".to_vec());
+        chunked_on_http10: "POST / HTTP/1.0\r\nAuthorization: Bearer a\r\nTransfer-Encoding: chunked\r\n\r\n" => Err(Rejection::UnsupportedTransferEncoding);
+        control_byte_in_value: with_auth("Bearer a\r\nX-A: a\x01b") => Err(Rejection::MalformedRequest);
+        bare_cr_in_value: with_auth("Bearer a\r\nX-A: a\rb") => Err(Rejection::MalformedRequest);
+        obs_fold: with_auth("Bearer a\r\nX-A: a\r\n b") => Err(Rejection::MalformedRequest);
+        utf8_in_value_kept: with_auth("Bearer a\r\nX-A: \u{10d}\u{10a}") => Ok(b"a".to_vec());
+        non_ascii_field_name: with_auth("Bearer a\r\nX-\u{10d}: 1") => Err(Rejection::MalformedRequest);
         token_of_256_bytes_fits: with_auth(&std::format!("Bearer {}", "a".repeat(256))) => Ok(std::vec![b'a'; 256]);
         token_of_257_bytes: with_auth(&std::format!("Bearer {}", "a".repeat(257))) => Err(Rejection::TokenTooLong);
         joined_duplicates_are_malformed: with_auth(&std::format!("Bearer {0}, Bearer {0}", "a".repeat(200))) => Err(Rejection::MalformedAuthorization);

@@ -1,19 +1,18 @@
-//! Phase 6, respond: the decision, written into the output buffer in the
-//! format `ABI.md` specifies.
+//! Phase 7, respond: the rejection, written into the output buffer in the
+//! format `ABI.md` specifies (a forward is written by [`crate::forward`]).
 //!
-//! A forward (status 200) is two lines: the upstream base URL, then the
-//! subject (empty when the token has none). A rejection is four lines: the
-//! RFC 6750 error code (empty when there is none), the reason, the
-//! `WWW-Authenticate` value (empty for a 500), and the JSON body. Hosts split
-//! on `\n`; no field can contain one (the config and the claims checks make
-//! sure of that).
+//! A rejection is four lines: the RFC 6750 error code (empty when there is
+//! none), the reason, the `WWW-Authenticate` value (empty for a 500), and
+//! the JSON body. Hosts split on `\n`; no field can contain one (the config
+//! and the claims checks make sure of that).
 
-use crate::claims::Grant;
 use crate::reject::Rejection;
 
-/// The output buffer's size: the longest answer is a rejection with a
-/// 200-byte realm, well under this.
-pub const OUTPUT_CAPACITY: usize = 1024;
+/// The output buffer's size. The longest answer is a forward plan: the
+/// origin and base path (at most 200 bytes), the normalized target (at most
+/// 8 KiB), and field operations that each come from a distinct part of the
+/// request head (at most 16 KiB with their separators), so 28 KiB holds any.
+pub const OUTPUT_CAPACITY: usize = 28 << 10; // 28 KiB
 
 /// Appends bytes to a fixed buffer; running out is an error, not a panic.
 pub struct Output<'a> {
@@ -32,22 +31,31 @@ impl<'a> Output<'a> {
         self.len
     }
 
-    fn push(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
+    /// Forgets what was written (a forward plan that turned into a rejection).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends `bytes`.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
         let end = self.len + bytes.len();
         self.buf.get_mut(self.len..end).ok_or(Rejection::ScratchExhausted)?.copy_from_slice(bytes);
         self.len = end;
         Ok(())
     }
 
-    fn push_all(&mut self, parts: &[&[u8]]) -> Result<(), Rejection> {
+    /// Appends each of `parts` in turn.
+    pub fn push_all(&mut self, parts: &[&[u8]]) -> Result<(), Rejection> {
         parts.iter().try_for_each(|part| self.push(part))
     }
-}
 
-/// Writes a forward decision; the status is 200.
-pub fn write_grant(out: &mut Output<'_>, grant: &Grant<'_, '_>) -> Result<(), Rejection> {
-    let subject = grant.subject.unwrap_or("");
-    out.push_all(&[grant.route.upstream.as_bytes(), b"\n", subject.as_bytes()])
+    /// Appends `bytes` in ASCII lower case.
+    pub fn push_lower(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
+        let start = self.len;
+        self.push(bytes)?;
+        self.buf[start..self.len].make_ascii_lowercase();
+        Ok(())
+    }
 }
 
 /// Writes a rejection; the status is `rejection.status()`.
@@ -71,23 +79,13 @@ pub fn write_rejection(out: &mut Output<'_>, rejection: Rejection, realm: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Route;
 
     fn written(f: impl FnOnce(&mut Output<'_>) -> Result<(), Rejection>) -> std::string::String {
-        let mut buf = [0u8; OUTPUT_CAPACITY];
+        let mut buf = std::vec![0u8; OUTPUT_CAPACITY];
         let mut out = Output::new(&mut buf);
         f(&mut out).expect("fits");
         let len = out.written();
         std::string::String::from_utf8(buf[..len].to_vec()).expect("utf8")
-    }
-
-    #[test]
-    fn forward_is_upstream_and_subject() {
-        let route = Route { audience: "orders", upstream: "http://127.0.0.1:9101" };
-        let with_sub = written(|o| write_grant(o, &Grant { route: &route, subject: Some("alice") }));
-        assert_eq!(with_sub, "http://127.0.0.1:9101\nalice");
-        let without = written(|o| write_grant(o, &Grant { route: &route, subject: None }));
-        assert_eq!(without, "http://127.0.0.1:9101\n");
     }
 
     #[test]
@@ -119,7 +117,7 @@ mod tests {
     #[test]
     fn every_rejection_body_is_json_and_fits() {
         let realm = "r".repeat(200);
-        for rejection in Rejection::ALL {
+        for &rejection in Rejection::ALL {
             let text = written(|o| write_rejection(o, rejection, &realm));
             let lines: std::vec::Vec<&str> = text.split('\n').collect();
             assert_eq!(lines.len(), 4, "{rejection:?}");

@@ -16,10 +16,10 @@ mod tests {
     use super::*;
 
     const ROUTES: &[Route<'static>] = &[
-        Route { audience: "billing", upstream: "http://b" },
-        Route { audience: "orders", upstream: "http://o" },
-        Route { audience: "orders-v2", upstream: "http://o2" },
-        Route { audience: "users", upstream: "http://u" },
+        Route { audience: "billing", origin: "http://b", base_path: "" },
+        Route { audience: "orders", origin: "http://o", base_path: "/o" },
+        Route { audience: "orders-v2", origin: "http://o2", base_path: "" },
+        Route { audience: "users", origin: "http://u", base_path: "" },
     ];
 
     #[test]

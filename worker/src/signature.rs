@@ -30,7 +30,7 @@ mod tests {
     }
 
     fn vectors(name: &str) -> serde_json::Value {
-        let path = std::format!("{}/../../shared/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = std::format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         serde_json::from_str(&text).expect("vector JSON")
     }

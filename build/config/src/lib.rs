@@ -24,6 +24,9 @@ pub const MIN_KEY_BYTES: usize = 32;
 /// The longest leeway the gateway accepts; more would make `exp` meaningless.
 pub const MAX_LEEWAY_SECS: u64 = 3600;
 
+/// The most proxy hops in front of the gateway that a config may trust.
+pub const MAX_TRUSTED_PROXY_HOPS: u32 = 16;
+
 /// The most characters a realm, issuer, kid, audience or upstream may have:
 /// the worker writes them into fixed buffers.
 pub const MAX_TEXT_LEN: usize = 200;
@@ -37,6 +40,9 @@ pub struct GatewayConfig {
     pub issuer: Option<String>,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds.
     pub leeway_secs: u64,
+    /// Proxy hops in front of the gateway whose `X-Forwarded-For` is kept
+    /// (the peer is appended); 0, the default, replaces it.
+    pub trusted_proxy_hops: u32,
     /// Signing keys by key id, in config order.
     pub keys: Vec<KeyConfig>,
     /// Routes sorted by audience (byte order), no duplicates.
@@ -95,6 +101,24 @@ pub struct RouteConfig {
     pub upstream: String,
 }
 
+impl RouteConfig {
+    /// The scheme and authority of the upstream, without its path.
+    pub fn origin(&self) -> &str {
+        self.upstream.split_at(self.path_start()).0
+    }
+
+    /// The path every request forwarded on this route stays under: empty,
+    /// or `/segment...` without a trailing slash.
+    pub fn base_path(&self) -> &str {
+        self.upstream.split_at(self.path_start()).1
+    }
+
+    fn path_start(&self) -> usize {
+        let after_scheme = self.upstream.find("://").map_or(0, |i| i + 3);
+        self.upstream[after_scheme..].find('/').map_or(self.upstream.len(), |i| after_scheme + i)
+    }
+}
+
 /// Why a configuration was refused. `Display` gives one line naming the file and the entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -117,6 +141,8 @@ pub enum ConfigErrorKind {
     BadText { entry: String, why: &'static str },
     /// The leeway is above [`MAX_LEEWAY_SECS`].
     LeewayTooLarge(u64),
+    /// `trusted_proxy_hops` is above [`MAX_TRUSTED_PROXY_HOPS`].
+    TooManyTrustedHops(u32),
     /// No `[[keys]]` entry.
     NoKeys,
     /// No `[[routes]]` entry.
@@ -149,6 +175,9 @@ impl fmt::Display for ConfigError {
             ConfigErrorKind::LeewayTooLarge(n) => {
                 write!(f, "leeway_secs = {n} is above the maximum of {MAX_LEEWAY_SECS}")
             }
+            ConfigErrorKind::TooManyTrustedHops(n) => {
+                write!(f, "trusted_proxy_hops = {n} is above the maximum of {MAX_TRUSTED_PROXY_HOPS}")
+            }
             ConfigErrorKind::NoKeys => write!(f, "no [[keys]] entry: at least one key is needed"),
             ConfigErrorKind::NoRoutes => {
                 write!(f, "no [[routes]] entry: at least one route is needed")
@@ -177,7 +206,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigErrorKind::BadUpstream { entry, upstream } => write!(
                 f,
-                "{entry}.upstream {upstream:?} must be an http:// or https:// URL: host, optional port, optional path"
+                "{entry}.upstream {upstream:?} must be an http:// or https:// URL: host, optional port, optional path without dot segments, empty segments or escapes"
             ),
         }
     }
@@ -223,6 +252,8 @@ struct RawConfig {
     issuer: Option<String>,
     #[serde(default = "default_leeway")]
     leeway_secs: u64,
+    #[serde(default)]
+    trusted_proxy_hops: u32,
     #[serde(default)]
     keys: Vec<RawKey>,
     #[serde(default)]
@@ -284,6 +315,9 @@ pub fn parse(
     if raw.leeway_secs > MAX_LEEWAY_SECS {
         return Err(fail(ConfigErrorKind::LeewayTooLarge(raw.leeway_secs)));
     }
+    if raw.trusted_proxy_hops > MAX_TRUSTED_PROXY_HOPS {
+        return Err(fail(ConfigErrorKind::TooManyTrustedHops(raw.trusted_proxy_hops)));
+    }
     if raw.keys.is_empty() {
         return Err(fail(ConfigErrorKind::NoKeys));
     }
@@ -319,7 +353,14 @@ pub fn parse(
     let mut routes: Vec<RouteConfig> = routes.into_iter().map(|(_, r)| r).collect();
     routes.sort_by(|a, b| a.aud.as_bytes().cmp(b.aud.as_bytes()));
 
-    Ok(GatewayConfig { realm: raw.realm, issuer: raw.issuer, leeway_secs: raw.leeway_secs, keys, routes })
+    Ok(GatewayConfig {
+        realm: raw.realm,
+        issuer: raw.issuer,
+        leeway_secs: raw.leeway_secs,
+        trusted_proxy_hops: raw.trusted_proxy_hops,
+        keys,
+        routes,
+    })
 }
 
 /// Which characters a text entry may hold.
@@ -353,9 +394,12 @@ fn check_text(entry: &str, text: &str, rule: TextRule) -> Result<(), ConfigError
 }
 
 /// `http://` or `https://`, a host (a DNS name, an IPv4 address, or an IPv6
-/// address in brackets), an optional port, and an optional path of URL path
-/// characters. No user info, query or fragment: the request's own path and
-/// query are appended to it.
+/// address in brackets), an optional port, and an optional base path. No
+/// user info, query or fragment: the request's normalized path and query are
+/// appended to it. The base path is what confines forwarded requests, so it
+/// must already be canonical: unreserved characters, sub-delimiters, `:` and
+/// `@` only (no `%` escapes), no empty segments, no `.` or `..` segments,
+/// with or without `;` parameters.
 fn is_upstream_url(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
         return false;
@@ -374,7 +418,11 @@ fn is_upstream_url(url: &str) -> bool {
             && !host.starts_with(['.', '-'])
     };
     let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0));
-    let path_ok = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/%".contains(&b));
+    let path_ok = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
+        && path.split('/').skip(1).all(|segment| {
+            let name = segment.split(';').next().unwrap_or(segment);
+            !name.is_empty() && name != "." && name != ".."
+        });
     url.len() <= MAX_TEXT_LEN && host_ok && port_ok && path_ok
 }
 
@@ -484,6 +532,7 @@ impl GatewayConfig {
         out.push_str(&format!("    realm: {:?},\n", self.realm));
         out.push_str(&format!("    issuer: {:?},\n", self.issuer.as_deref()));
         out.push_str(&format!("    leeway_secs: {},\n", self.leeway_secs));
+        out.push_str(&format!("    trusted_proxy_hops: {},\n", self.trusted_proxy_hops));
         out.push_str("    keys: &[\n");
         for key in &self.keys {
             out.push_str(&format!("        Key {{ kid: {:?}, secret: &{:?} }},\n", key.kid, key.secret));
@@ -491,8 +540,10 @@ impl GatewayConfig {
         out.push_str("    ],\n    routes: &[\n");
         for route in &self.routes {
             out.push_str(&format!(
-                "        Route {{ audience: {:?}, upstream: {:?} }},\n",
-                route.aud, route.upstream
+                "        Route {{ audience: {:?}, origin: {:?}, base_path: {:?} }},\n",
+                route.aud,
+                route.origin(),
+                route.base_path()
             ));
         }
         out.push_str("    ],\n};\n");
@@ -541,6 +592,25 @@ mod tests {
         assert_eq!(config.realm, "gateway");
         assert_eq!(config.leeway_secs, 30);
         assert!(config.has_demo_key());
+    }
+
+    #[test]
+    fn splits_upstreams_into_origin_and_base_path() {
+        let text = minimal("[[routes]]\naud = \"a\"\nupstream = \"https://x.example:8443/api/v1/\"\n");
+        let config = parse_with(&text, &[]).expect("valid");
+        assert_eq!(config.routes[0].origin(), "https://x.example:8443");
+        assert_eq!(config.routes[0].base_path(), "/api/v1");
+        assert_eq!(config.routes[1].origin(), "http://127.0.0.1:1");
+        assert_eq!(config.routes[1].base_path(), "");
+    }
+
+    #[test]
+    fn trusted_proxy_hops_default_to_zero_and_are_bounded() {
+        assert_eq!(parse_with(&minimal(""), &[]).expect("valid").trusted_proxy_hops, 0);
+        let two = format!("trusted_proxy_hops = 2\n{}", minimal(""));
+        assert_eq!(parse_with(&two, &[]).expect("valid").trusted_proxy_hops, 2);
+        let many = format!("trusted_proxy_hops = 99\n{}", minimal(""));
+        assert!(err_line(&many).contains("trusted_proxy_hops = 99 is above"));
     }
 
     #[test]
@@ -613,6 +683,12 @@ mod tests {
             "http://[zz]",
             "http://.h",
             "http://h\\ny",
+            "http://h/a/../b",
+            "http://h/./b",
+            "http://h/a//b",
+            "http://h/a/..;x",
+            "http://h/a%2fb",
+            "http://h/%2e%2e",
         ] {
             let bad_upstream = minimal("").replace("http://127.0.0.1:1/", bad);
             let line = err_line(&bad_upstream);
@@ -640,7 +716,8 @@ mod tests {
     fn renders_rust_tables() {
         let config = parse_with(&minimal(""), &[]).expect("valid");
         let rust = config.to_rust();
-        assert!(rust.contains("Route { audience: \"b\", upstream: \"http://127.0.0.1:1\" }"));
+        assert!(rust.contains("Route { audience: \"b\", origin: \"http://127.0.0.1:1\", base_path: \"\" }"));
+        assert!(rust.contains("trusted_proxy_hops: 0,"));
         assert!(rust.contains("DEMO_KEY_COMPILED: bool = true"));
     }
 }

@@ -1,0 +1,139 @@
+// Writes testkit/conformance/forwarding.jsonl: the forwarding conformance
+// corpus, one case a line. Every host must give each case the same outcome:
+// the status and reason of a refusal, or exactly what the upstream receives.
+//
+//   node testkit/conformance/generate.mjs
+//
+// The expectations below are written from the forwarding rules (SECURITY.md,
+// worker/ABI.md), not from what any host does. Tokens are minted here with
+// the fixture key of testkit/fixture.toml and expire in 2100, so the file is
+// plain data that any runner can replay byte for byte.
+//
+// A case: { name, request, expect: [outcome, ...] } with `request` a latin1
+// string (one char per byte) that may hold several pipelined requests, and
+// one outcome per response:
+//   { status, reason }                        refused by the module
+//   { status: 200, upstream: { line, origin, headers, body } }
+//                                             forwarded: the request line, the
+//                                             route's origin, every field but
+//                                             framing (sorted [name, value]
+//                                             pairs, names lower-cased), the body
+//   { any_of: [outcome, ...], why }           where RFC 9112 lets a host's HTTP
+//                                             stack choose (framing), each choice
+//                                             safe; `why` says which and why
+// An outcome with `front_end: true` may come from the host's HTTP parser (a
+// bare 400) instead of the module; the upstream must then see nothing.
+import { createHmac } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const KEY = Buffer.from("TEST-ONLY-fixture-signing-key-0123456789");
+const ISSUER = "https://issuer.test";
+const EXP = 4102444800; // 2100-01-01
+const ORIGIN = "http://127.0.0.1:9201";
+const USERS = "http://127.0.0.1:9202";
+const PEER = "127.0.0.1";
+
+const b64 = (text) => Buffer.from(text).toString("base64url");
+function token(claims, header = { alg: "HS256", typ: "JWT", kid: "fixture" }) {
+  const input = `${b64(JSON.stringify(header))}.${b64(JSON.stringify({ iss: ISSUER, exp: EXP, ...claims }))}`;
+  return `${input}.${createHmac("sha256", KEY).update(input).digest("base64url")}`;
+}
+const ALICE = token({ aud: "orders", sub: "alice" });
+const NO_SUB = token({ aud: "orders" });
+
+/** A request head: request line, Host, the fields, the blank line. */
+function req(method, target, fields = [], { host = "gw.test", version = "HTTP/1.1", body = "" } = {}) {
+  const hostLine = host === null ? "" : `Host: ${host}\r\n`;
+  return `${method} ${target} ${version}\r\n${hostLine}${fields.map((f) => `${f}\r\n`).join("")}\r\n${body}`;
+}
+const auth = (t = ALICE) => `Authorization: Bearer ${t}`;
+
+/** The fields the gateway itself sets on every forward from the loopback peer. */
+function forwarded({ host = "gw.test", subject = "alice" } = {}) {
+  const set = [["x-forwarded-for", PEER], ["x-forwarded-proto", "http"]];
+  if (host) set.push(["x-forwarded-host", host]);
+  if (subject) set.push(["x-gateway-subject", subject]);
+  return set;
+}
+
+/** A forward outcome: `extra` are the client's fields that pass. */
+function forward(method, path, { origin = ORIGIN, extra = [], body = "", ...opts } = {}) {
+  const headers = [...forwarded(opts), ...extra.map(([n, v]) => [n.toLowerCase(), v])].sort((a, b) =>
+    a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1,
+  );
+  return { status: 200, upstream: { line: `${method} ${path} HTTP/1.1`, origin, headers, body } };
+}
+const refused = (status, reason, extra = {}) => ({ status, reason, ...extra });
+
+const CASES = [
+  // Ordinary requests.
+  ["GET with a query", req("GET", "/invoices/7?expand=lines&page=2", [auth()]), [forward("GET", "/orders-svc/invoices/7?expand=lines&page=2")]],
+  ["root path", req("GET", "/", [auth()]), [forward("GET", "/orders-svc/")]],
+  ["empty query kept", req("GET", "/a?", [auth()]), [forward("GET", "/orders-svc/a?")]],
+  ["percent-encoded UTF-8 path", req("GET", "/caf%c3%a9/%E2%9C%93", [auth()]), [forward("GET", "/orders-svc/caf%C3%A9/%E2%9C%93")]],
+  ["encoded unreserved decoded", req("GET", "/%7Euser/%41b", [auth()]), [forward("GET", "/orders-svc/~user/Ab")]],
+  ["dot segments inside the base", req("GET", "/a/./b/../c", [auth()]), [forward("GET", "/orders-svc/a/c")]],
+  ["query keeps its dots and slashes", req("GET", "/a?next=../../billing-svc&x=%2F", [auth()]), [forward("GET", "/orders-svc/a?next=../../billing-svc&x=%2F")]],
+  ["quote in path encoded", req("GET", '/a"b', [auth()]), [forward("GET", "/orders-svc/a%22b")]],
+  ["route without a base path", req("GET", "/u/1", [auth(token({ aud: "users", sub: "carol" }))]), [forward("GET", "/u/1", { origin: USERS, subject: "carol" })]],
+  ["POST with a body", req("POST", "/invoices", [auth(), "Content-Type: application/json", "Content-Length: 11"], { body: '{"amount":1' }), [forward("POST", "/orders-svc/invoices", { extra: [["content-type", "application/json"]], body: '{"amount":1' })]],
+  ["chunked body", req("PUT", "/invoices/1", [auth(), "Transfer-Encoding: chunked"], { body: "5\r\nhello\r\n0\r\n\r\n" }), [forward("PUT", "/orders-svc/invoices/1", { body: "hello" })]],
+  ["ordinary fields pass", req("GET", "/x", [auth(), "Accept: application/json", "X-Request-Id: r-1", "Cookie: a=b"]), [forward("GET", "/orders-svc/x", { extra: [["accept", "application/json"], ["x-request-id", "r-1"], ["cookie", "a=b"]] })]],
+  ["absolute-form target", req("GET", "http://api.example/x/../y?q=1", [auth()]), [forward("GET", "/orders-svc/y?q=1", { host: "api.example" })]],
+
+  // Climbing out of the base path.
+  ["dot-dot above the base", req("GET", "/../billing-svc/invoices", [auth()]), [refused(400, "path climbs above its root")]],
+  ["encoded dot-dot lower case", req("GET", "/%2e%2e/billing-svc/x", [auth()]), [refused(400, "path climbs above its root")]],
+  ["encoded dot-dot mixed case", req("GET", "/%2E%2e/billing-svc/x", [auth()]), [refused(400, "path climbs above its root")]],
+  ["climb after a descent", req("GET", "/a/../../billing-svc/x", [auth()]), [refused(400, "path climbs above its root")]],
+  ["dot then climb", req("GET", "/./../billing-svc", [auth()]), [refused(400, "path climbs above its root")]],
+  ["encoded slash", req("GET", "/..%2fbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
+  ["encoded backslash", req("GET", "/..%5cbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
+  ["dot-dot with parameters", req("GET", "/..;/billing-svc/x", [auth()]), [refused(400, "dot segment with parameters")]],
+  ["encoded NUL", req("GET", "/a%00.json", [auth()]), [refused(400, "control or non-ASCII byte in request target")]],
+  ["fragment", req("GET", "/a#frag", [auth()]), [refused(400, "malformed request target", { front_end: true })]],
+
+  // Methods and target forms.
+  ["CONNECT", req("CONNECT", "evil.example:443", [auth()], { host: "evil.example:443" }), [refused(400, "CONNECT not supported", { front_end: true })]],
+  ["OPTIONS *", req("OPTIONS", "*", [auth()]), [refused(400, "asterisk-form target not supported")]],
+  ["odd method passes", req("PROPFIND", "/dav", [auth()]), [forward("PROPFIND", "/orders-svc/dav")]],
+
+  // Fields only the gateway may set.
+  ["client subject without sub", req("GET", "/x", [auth(NO_SUB), "X_Gateway_Subject: admin"]), [forward("GET", "/orders-svc/x", { subject: null })]],
+  ["client subject beside sub", req("GET", "/x", [auth(), "X_Gateway_Subject: admin"]), [forward("GET", "/orders-svc/x")]],
+  ["every spelling of the subject", req("GET", "/x", [auth(), "x-gateway-subject: a", "X-GATEWAY-SUBJECT: b", "x_gateway_subject: c", "X-Gateway-Role: admin"]), [forward("GET", "/orders-svc/x")]],
+  ["client forwarding fields replaced", req("GET", "/x", [auth(), "X-Forwarded-For: 10.6.6.6", "Forwarded: for=1.2.3.4", "X-Real-IP: 10.6.6.6", "X-Forwarded-Host: evil", "X-Forwarded-Proto: https", "X_Forwarded_For: 10.7.7.7"]), [forward("GET", "/orders-svc/x")]],
+  ["hop-by-hop fields dropped", req("GET", "/x", [auth(), "Connection: X-Secret", "X-Secret: s", "Keep-Alive: timeout=5", "Upgrade: websocket", "TE: trailers", "Proxy-Authorization: Basic eDp5", "Proxy-Connection: keep-alive"]), [forward("GET", "/orders-svc/x")]],
+  ["sub with a leading space", req("GET", "/x", [auth(token({ aud: "orders", sub: " admin" }))]), [refused(401, "sub cannot travel intact in a header")]],
+  ["sub with a trailing space", req("GET", "/x", [auth(token({ aud: "orders", sub: "admin " }))]), [refused(401, "sub cannot travel intact in a header")]],
+  ["UTF-8 in a field value travels as the same bytes", req("GET", "/x", [auth(), "X-Note: \u00c4\u008d\u00c4\u008a"]), [forward("GET", "/orders-svc/x", { extra: [["x-note", "\u00c4\u008d\u00c4\u008a"]] })]],
+
+  // Request shape and smuggling.
+  ["no Host", req("GET", "/x", [auth()], { host: null }), [refused(400, "host header required", { front_end: true })]],
+  ["two Host fields", req("GET", "/x", [auth(), "Host: other"]), [refused(400, "more than one host header", { front_end: true })]],
+  [
+    "Content-Length then Transfer-Encoding",
+    req("POST", "/x", [auth(), "Content-Length: 4", "Transfer-Encoding: chunked"], { body: "0\r\n\r\n" }),
+    [{ any_of: [refused(400, "both content-length and transfer-encoding", { front_end: true }), forward("POST", "/orders-svc/x")], why: "RFC 9112 section 6.1: a server may refuse both, or frame by Transfer-Encoding alone and drop Content-Length (hyper does); either way the upstream gets one request framed one way" }],
+  ],
+  [
+    "Transfer-Encoding then Content-Length",
+    req("POST", "/x", [auth(), "Transfer-Encoding: chunked", "Content-Length: 4"], { body: "0\r\n\r\n" }),
+    [{ any_of: [refused(400, "both content-length and transfer-encoding", { front_end: true }), forward("POST", "/orders-svc/x")], why: "as above" }],
+  ],
+  ["two different Content-Length", req("POST", "/x", [auth(), "Content-Length: 1", "Content-Length: 2"], { body: "ab" }), [refused(400, "invalid content-length", { front_end: true })]],
+  ["chunked, identity", req("POST", "/x", [auth(), "Transfer-Encoding: chunked, identity"], { body: "0\r\n\r\n" }), [refused(400, "transfer-encoding must be chunked", { front_end: true })]],
+  ["body on a refused request", req("POST", "/x", ["Content-Length: 5"], { body: "hello" }), [refused(401, "bearer token required")]],
+  [
+    "pipelined: a forward, then a climb",
+    req("GET", "/first", [auth()]) + req("GET", "/../billing-svc/second", [auth(), "Connection: close"]),
+    [forward("GET", "/orders-svc/first"), refused(400, "path climbs above its root")],
+  ],
+];
+
+const lines = CASES.map(([name, request, expect]) => JSON.stringify({ name, request, expect }));
+writeFileSync(join(HERE, "forwarding.jsonl"), lines.join("\n") + "\n");
+console.log(`wrote ${lines.length} cases to testkit/conformance/forwarding.jsonl`);

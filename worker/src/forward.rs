@@ -1,0 +1,267 @@
+//! Phase 6, forward: exactly what the upstream receives, decided here so
+//! that every host executes the same plan (`ABI.md`, "Forward").
+//!
+//! The plan is the upstream's origin, the path and query (the route's base
+//! path, then the normalized target), the request's fields to drop, and the
+//! fields to set. Names are compared lower-cased with `_` read as `-`,
+//! because CGI, WSGI, Rack and PHP read `X_Gateway_Subject` as
+//! `X-Gateway-Subject`. Dropped:
+//!
+//! - `Authorization` and `Proxy-Authorization`: the token stops here;
+//! - every `X-Gateway-*`: only the gateway speaks for the subject;
+//! - hop-by-hop fields (`Connection` and the names it lists, `Keep-Alive`,
+//!   `TE`, `Trailer`, `Upgrade`, `Proxy-Connection`, `Transfer-Encoding`,
+//!   whose framing the host's HTTP stack redoes) and `Host`, which the
+//!   host's client sets from the upstream URL;
+//! - the client's forwarding fields (`Forwarded`, every `X-Forwarded-*`,
+//!   `X-Real-IP`): an edge gateway is the first hop, and speaks for the
+//!   peer itself;
+//! - a `Content_Length` spelled with `_`, which is not framing to the
+//!   gateway but would be to a CGI upstream.
+//!
+//! Set: `X-Gateway-Subject` when the token has a `sub`, `X-Forwarded-For`
+//! (the peer; with trusted proxy hops, the client's chain and then the
+//! peer), `X-Forwarded-Proto` and, when the request named one,
+//! `X-Forwarded-Host`.
+
+use crate::claims::Grant;
+use crate::config::Config;
+use crate::context::Context;
+use crate::reject::Rejection;
+use crate::request::Head;
+use crate::response::Output;
+use crate::target::Target;
+
+/// The header that carries the token's subject upstream.
+pub const SUBJECT_FIELD: &str = "x-gateway-subject";
+
+/// Fields dropped whatever else is true of the request (canonical names).
+const DROPPED: [&str; 12] = [
+    "authorization",
+    "proxy-authorization",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "forwarded",
+    "x-real-ip",
+];
+
+/// Prefixes of field names that only the gateway may set (canonical).
+const DROPPED_PREFIXES: [&str; 2] = ["x-gateway-", "x-forwarded-"];
+
+/// Writes the forward plan for an accepted request.
+pub fn write_plan(
+    out: &mut Output<'_>,
+    grant: &Grant<'_, '_>,
+    head: &Head<'_, '_>,
+    target: &Target<'_, '_>,
+    context: &Context<'_>,
+    config: &Config<'_>,
+) -> Result<(), Rejection> {
+    let route = grant.route;
+    out.push_all(&[route.origin.as_bytes(), b"\n", route.base_path.as_bytes(), target.path_and_query])?;
+    for (i, field) in head.fields.iter().enumerate() {
+        let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
+        if !seen_before && is_dropped(field.name.as_bytes(), head) {
+            out.push(b"\n-")?;
+            out.push_lower(field.name.as_bytes())?;
+        }
+    }
+    if let Some(subject) = grant.subject {
+        set_field(out, SUBJECT_FIELD, &[subject.as_bytes()])?;
+    }
+    out.push_all(&[b"\n+x-forwarded-for:"])?;
+    if config.trusted_proxy_hops > 0 {
+        for value in head.named("x-forwarded-for") {
+            out.push_all(&[value, b", "])?;
+        }
+    }
+    out.push(context.peer.as_bytes())?;
+    set_field(out, "x-forwarded-proto", &[context.scheme.as_bytes()])?;
+    match target.authority.or_else(|| head.host()) {
+        Some(host) if !host.is_empty() => set_field(out, "x-forwarded-host", &[host]),
+        _ => Ok(()),
+    }
+}
+
+fn set_field(out: &mut Output<'_>, name: &str, value: &[&[u8]]) -> Result<(), Rejection> {
+    out.push_all(&[b"\n+", name.as_bytes(), b":"])?;
+    out.push_all(value)
+}
+
+/// True when the field `name` of `head` must not reach the upstream.
+fn is_dropped(name: &[u8], head: &Head<'_, '_>) -> bool {
+    DROPPED.iter().any(|d| canonical_eq(name, d.as_bytes()))
+        || DROPPED_PREFIXES
+            .iter()
+            .any(|p| name.get(..p.len()).is_some_and(|start| canonical_eq(start, p.as_bytes())))
+        || (name.contains(&b'_') && canonical_eq(name, b"content-length"))
+        || connection_options(head).any(|option| canonical_eq(name, option))
+}
+
+/// The field names listed in the request's `Connection` fields.
+fn connection_options<'b>(head: &Head<'b, '_>) -> impl Iterator<Item = &'b [u8]> {
+    head.fields
+        .iter()
+        .filter(|f| canonical_eq(f.name.as_bytes(), b"connection"))
+        .flat_map(|f| f.value.split(|&b| b == b','))
+        .map(crate::request::trim_ows)
+        .filter(|option| !option.is_empty())
+}
+
+/// `name` equals `canonical` (lower case, `-`) when lower-cased with `_` read as `-`.
+fn canonical_eq(name: &[u8], canonical: &[u8]) -> bool {
+    let fold = |b: u8| if b == b'_' { b'-' } else { b.to_ascii_lowercase() };
+    name.len() == canonical.len() && name.iter().zip(canonical).all(|(&a, &b)| fold(a) == fold(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::Arena;
+    use crate::config::Route;
+    use crate::request::{MAX_HEADERS, parse};
+    use std::string::String;
+    use std::vec::Vec;
+
+    const ROUTE: Route<'static> =
+        Route { audience: "orders", origin: "http://10.0.0.5:8080", base_path: "/orders-svc" };
+
+    fn config(trusted_proxy_hops: u32) -> Config<'static> {
+        Config { realm: "gw", issuer: None, leeway_secs: 0, trusted_proxy_hops, keys: &[], routes: &[ROUTE] }
+    }
+
+    /// The plan for `head` with subject `sub`, split into lines.
+    fn plan(head: &str, sub: Option<&str>, hops: u32) -> Vec<String> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let head = parse(head.as_bytes(), &mut fields).expect("valid head");
+        let mut region = std::vec![0u8; 16 << 10];
+        let mut arena = Arena::new(&mut region);
+        let target = crate::target::normalize(head.method, head.target, &mut arena).expect("valid target");
+        let mut buf = std::vec![0u8; 16 << 10];
+        let mut out = Output::new(&mut buf);
+        let grant = Grant { route: &ROUTE, subject: sub };
+        let context = Context { scheme: "https", peer: "192.0.2.7" };
+        write_plan(&mut out, &grant, &head, &target, &context, &config(hops)).expect("fits");
+        let len = out.written();
+        String::from_utf8(buf[..len].to_vec()).expect("ASCII").split('\n').map(String::from).collect()
+    }
+
+    #[test]
+    fn an_ordinary_request() {
+        let lines = plan(
+            "GET /a/b?x=1 HTTP/1.1\r\nHost: gw.example\r\nAccept: */*\r\nAuthorization: Bearer t\r\n\r\n",
+            Some("alice"),
+            0,
+        );
+        assert_eq!(
+            lines,
+            [
+                "http://10.0.0.5:8080",
+                "/orders-svc/a/b?x=1",
+                "-host",
+                "-authorization",
+                "+x-gateway-subject:alice",
+                "+x-forwarded-for:192.0.2.7",
+                "+x-forwarded-proto:https",
+                "+x-forwarded-host:gw.example",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_spelling_of_a_gateway_field_is_dropped_once() {
+        let head = "GET / HTTP/1.1\r\nHost: gw\r\nX_Gateway_Subject: admin\r\nx-gateway-subject: root\r\n\
+                    X-GATEWAY-ROLE: admin\r\nx_gateway_subject: again\r\nX-Gatewayish: kept\r\n\r\n";
+        let lines = plan(head, None, 0);
+        let drops: Vec<&str> = lines.iter().filter(|l| l.starts_with('-')).map(String::as_str).collect();
+        assert_eq!(drops, ["-host", "-x_gateway_subject", "-x-gateway-subject", "-x-gateway-role"]);
+        assert!(!lines.iter().any(|l| l.starts_with("+x-gateway-subject")), "{lines:?}");
+    }
+
+    #[test]
+    fn hop_by_hop_and_connection_listed_fields_are_dropped() {
+        let head = "POST / HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive, X-Secret ,x_other\r\nKeep-Alive: 5\r\n\
+                    X-Secret: s\r\nX-Other: o\r\nTE: trailers\r\nUpgrade: websocket\r\nTrailer: x\r\n\
+                    Proxy-Authorization: Basic x\r\nProxy-Connection: close\r\nTransfer-Encoding: chunked\r\n\
+                    Content_Length: 5\r\nX-Kept: k\r\n\r\n";
+        let lines = plan(head, None, 0);
+        let drops: Vec<&str> = lines.iter().filter(|l| l.starts_with('-')).map(String::as_str).collect();
+        assert_eq!(
+            drops,
+            [
+                "-host",
+                "-connection",
+                "-keep-alive",
+                "-x-secret",
+                "-x-other",
+                "-te",
+                "-upgrade",
+                "-trailer",
+                "-proxy-authorization",
+                "-proxy-connection",
+                "-transfer-encoding",
+                "-content_length"
+            ]
+        );
+    }
+
+    #[test]
+    fn client_forwarding_fields_are_replaced_by_the_peer() {
+        let head = "GET / HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 10.6.6.6\r\nForwarded: for=1.2.3.4\r\n\
+                    X-Real-IP: 10.6.6.6\r\nX_Forwarded_Host: evil\r\nX-Forwarded-Proto: http\r\n\
+                    X-Forwarded-Prefix: /admin\r\nx-forwarded-for: 10.7.7.7\r\n\r\n";
+        let lines = plan(head, None, 0);
+        assert_eq!(
+            &lines[2..],
+            [
+                "-host",
+                "-x-forwarded-for",
+                "-forwarded",
+                "-x-real-ip",
+                "-x_forwarded_host",
+                "-x-forwarded-proto",
+                "-x-forwarded-prefix",
+                "+x-forwarded-for:192.0.2.7",
+                "+x-forwarded-proto:https",
+                "+x-forwarded-host:gw",
+            ]
+        );
+    }
+
+    #[test]
+    fn trusted_hops_keep_the_client_chain_and_append_the_peer() {
+        let head = "GET / HTTP/1.1\r\nHost: gw\r\nX-Forwarded-For: 203.0.113.1, 10.0.0.1\r\n\
+                    X_Forwarded_For: 6.6.6.6\r\nx-forwarded-for: 10.0.0.2\r\n\r\n";
+        let lines = plan(head, None, 1);
+        assert!(
+            lines.contains(&"+x-forwarded-for:203.0.113.1, 10.0.0.1, 10.0.0.2, 192.0.2.7".into()),
+            "{lines:?}"
+        );
+        assert!(lines.contains(&"-x_forwarded_for".into()), "{lines:?}");
+    }
+
+    #[test]
+    fn absolute_form_authority_is_the_forwarded_host_and_empty_host_is_none() {
+        let lines = plan("GET http://api.example/x HTTP/1.1\r\nHost: other\r\n\r\n", None, 0);
+        assert_eq!(lines[1], "/orders-svc/x");
+        assert!(lines.contains(&"+x-forwarded-host:api.example".into()), "{lines:?}");
+        let lines = plan("GET /x HTTP/1.1\r\nHost:\r\n\r\n", None, 0);
+        assert!(!lines.iter().any(|l| l.starts_with("+x-forwarded-host")), "{lines:?}");
+        let lines = plan("GET /x HTTP/1.0\r\n\r\n", None, 0);
+        assert!(!lines.iter().any(|l| l.starts_with("+x-forwarded-host")), "{lines:?}");
+    }
+
+    #[test]
+    fn names_fold_case_and_underscore_only() {
+        assert!(canonical_eq(b"X_Gateway_Subject", b"x-gateway-subject"));
+        assert!(canonical_eq(b"TE", b"te"));
+        assert!(!canonical_eq(b"te", b"tea"));
+        assert!(!canonical_eq(b"x.gateway.subject", b"x-gateway-subject"));
+    }
+}
