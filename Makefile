@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker test lint demo bench deploy-local fuzz clean
+.PHONY: setup worker fixture test lint demo bench deploy-local fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -20,10 +20,16 @@ $(NODE_STAMP): package.json package-lock.json
 worker: setup
 	bash build/worker.sh
 
+## fixture: the module the tests drive, built from testkit/fixture.toml (not the user's config)
+FIXTURE_WASM := target/fixture/gateway.wasm
+fixture: setup
+	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
+
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
-test: worker
+# dist/gateway.wasm is built last, so it is the user's module again.
+test: fixture worker
 	$(CARGO) test --workspace --release --no-run
 	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh

@@ -31,7 +31,7 @@ if (imports.length > 0) {
   fail(`the module must import nothing, but imports ${imports.map((i) => `${i.module}.${i.name}`).join(", ")}`);
 }
 const exports = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
-const required = ["memory", "abi_version", "input_ptr", "input_capacity", "handle", "output_ptr", "output_len"];
+const required = ["memory", "abi_version", "input_ptr", "input_capacity", "handle", "routes", "output_ptr", "output_len"];
 const missing = required.filter((name) => !exports.has(name));
 if (missing.length > 0) fail(`missing exports: ${missing.join(", ")}`);
 const instance = new WebAssembly.Instance(module, {});

@@ -4,6 +4,7 @@
 #
 # Environment:
 #   GATEWAY_CONFIG  the gateway config to compile in (default: gateway.toml)
+#   WASM_OUT        where to write the module (default: dist/gateway.wasm)
 #   BUDGET_BYTES    the size budget (default: 184320, i.e. 180 KiB)
 #   WORKER_PROFILE  size (default: cargo profile 'wasm', wasm-opt -Oz) or
 #                   speed (cargo profile 'wasm-speed', opt-level 3, wasm-opt -O3)
@@ -17,7 +18,7 @@ case "${WORKER_PROFILE:-size}" in
   *) echo "error: WORKER_PROFILE=${WORKER_PROFILE} is neither 'size' nor 'speed'" >&2; exit 1 ;;
 esac
 raw=target/wasm32-unknown-unknown/$cargo_profile/worker.wasm
-out=dist/gateway.wasm
+out=${WASM_OUT:-dist/gateway.wasm}
 wasm_opt=node_modules/.bin/wasm-opt
 
 if [ ! -x "$wasm_opt" ]; then
@@ -32,8 +33,9 @@ export GATEWAY_CONFIG="$config"
 echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
 cargo worker-wasm --profile "$cargo_profile" --quiet
 
-mkdir -p dist
-cp "$raw" dist/gateway.raw.wasm
+mkdir -p "$(dirname "$out")"
+raw_copy="${out%.wasm}.raw.wasm"
+cp "$raw" "$raw_copy"
 # The features rustc enables by default for wasm32-unknown-unknown; wasmtime
 # and V8 (workerd, Node.js) support all of them.
 features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
@@ -41,4 +43,4 @@ features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-flo
 echo "==> wasm-opt $wasm_opt_level ($("$wasm_opt" --version))"
 "$wasm_opt" "${features[@]}" "$wasm_opt_level" --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
 
-node build/check-module.mjs "$out" "$budget" "$(stat -c %s dist/gateway.raw.wasm)"
+node build/check-module.mjs "$out" "$budget" "$(stat -c %s "$raw_copy")"

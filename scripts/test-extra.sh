@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 echo "==> node --test deploy/workerd/test/"
 REQUIRE_HOST_SIM=1 node --test --test-timeout=180000 deploy/workerd/test/
 
+# testkit/conformance: the forwarding corpus over real HTTP through every
+# host (workerd, host-sim serve) to a recording upstream.
+echo "==> node --test testkit/conformance/"
+REQUIRE_HOST_SIM=1 node --test --test-timeout=180000 testkit/conformance/
+
 # fuzz/: a smoke run of each fuzz target (`make fuzz` runs longer).
 echo "==> security: fuzz smoke run, ${FUZZ_SMOKE_SECONDS:-10}s per target"
 FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-10} bash fuzz/run.sh

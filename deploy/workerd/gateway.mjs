@@ -9,9 +9,10 @@
 // Node.js.
 
 /** The contract version this host understands (worker/ABI.md). */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 const JSON_TYPE = "application/json";
+const encoder = new TextEncoder();
 
 /** A JSON answer the host itself makes (the module is not involved). */
 function hostError(status, description) {
@@ -21,13 +22,25 @@ function hostError(status, description) {
   });
 }
 
+/** The scheme and authority of an absolute http(s) URL, or null. */
+export function originOf(url) {
+  try {
+    const u = new URL(url);
+    return u.protocol === "http:" || u.protocol === "https:" ? `${u.protocol}//${u.host}` : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * Parses an upstream override: "FROM=TO[,FROM=TO...]", each a base URL. The
- * module still decides which upstream a request goes to; an override only
- * maps the base URL it names to another (tests run their upstreams on
- * ephemeral loopback ports). Returns a Map, empty for null or "".
+ * Parses an upstream override: "FROM=TO[,FROM=TO...]", FROM an audience of
+ * the module's route table or an origin the module names, TO an origin. The
+ * module still decides where a request goes and with which path; an override
+ * only moves an origin (tests run their upstreams on ephemeral loopback
+ * ports). `routes` is the module's table ([audience, upstream] pairs).
+ * Returns a Map from origin to origin, empty for null or "".
  */
-export function parseUpstreamOverride(text) {
+export function parseUpstreamOverride(text, routes = []) {
   const map = new Map();
   if (text == null || text === "") return map;
   for (const pair of String(text).split(",")) {
@@ -35,7 +48,13 @@ export function parseUpstreamOverride(text) {
     if (at <= 0 || at === pair.length - 1) {
       throw new Error(`upstream override: expected FROM=TO, got ${JSON.stringify(pair)}`);
     }
-    map.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
+    const key = pair.slice(0, at).trim();
+    const to = pair.slice(at + 1).trim().replace(/\/+$/, "");
+    if (originOf(to) !== to) throw new Error(`upstream override: ${JSON.stringify(to)} is not an origin`);
+    const route = routes.find(([aud]) => aud === key);
+    const from = route ? originOf(route[1]) : originOf(key);
+    if (from === null) throw new Error(`upstream override: ${JSON.stringify(key)} is neither a routed audience nor a URL`);
+    map.set(from, to);
   }
   return map;
 }
@@ -49,8 +68,9 @@ export function requestTarget(url) {
 
 /**
  * The request head as the module reads it: request line, header fields and
- * the blank line, CRLF line ends. Header values are byte strings (each char
- * code below 256), so the head's length in bytes is its length in chars.
+ * the blank line, CRLF line ends. A string; the module gets its UTF-8 bytes
+ * (the runtime decoded the client's bytes as UTF-8, and fetch() encodes them
+ * back the same way, so the module judges the bytes that are forwarded).
  */
 export function requestHead(request) {
   const url = request.url;
@@ -62,6 +82,24 @@ export function requestHead(request) {
   }
   if (!sawHost) head += `host: ${new URL(url).host}\r\n`;
   return head + "\r\n";
+}
+
+/**
+ * The context line the module reads before the head: the scheme the client
+ * used and its address. workerd reports the peer as `request.cf.clientIp`
+ * ("ip" or "ip:port"); Cloudflare's edge as the CF-Connecting-IP field it
+ * sets itself. Anything else, or nothing, is "unknown".
+ */
+export function contextLine(request) {
+  // Not `new URL()`: workerd builds request.url from the Host field, which
+  // may not parse (two Host fields joined with ", "); the module judges Host.
+  const scheme = request.url.startsWith("https:") ? "https" : "http";
+  let peer = request.cf?.clientIp ?? (request.cf ? request.headers.get("cf-connecting-ip") : null) ?? "";
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(peer);
+  const v6WithPort = /^\[([0-9a-fA-F:.]+)\]:\d+$/.exec(peer);
+  peer = v4WithPort?.[1] ?? v6WithPort?.[1] ?? peer;
+  if (!/^[0-9a-fA-F:.]{2,45}$/.test(peer)) peer = "unknown";
+  return `${scheme} ${peer}\n`;
 }
 
 /** One instance of the module, with the addresses it reported once. */
@@ -79,20 +117,29 @@ class ModuleInstance {
     this.inputCapacity = e.input_capacity() >>> 0;
   }
 
-  /** Decides one request head (a byte string) at Unix time `now` (seconds). */
-  decide(head, now) {
-    const bytes = new Uint8Array(this.memory.buffer);
-    const len = head.length;
-    if (len <= this.inputCapacity) {
-      const base = this.inputPtr;
-      for (let i = 0; i < len; i++) bytes[base + i] = head.charCodeAt(i);
+  /** Decides one request (context line and head, a string) at Unix time `now` (seconds). */
+  decide(input, now) {
+    const bytes = encoder.encode(input);
+    if (bytes.length <= this.inputCapacity) {
+      new Uint8Array(this.memory.buffer, this.inputPtr, bytes.length).set(bytes);
     }
-    // A head longer than the buffer: nothing written, the true length passed (431).
-    const status = this.exports.handle(len, now) >>> 0;
+    // An input longer than the buffer: nothing written, the true length passed (431).
+    const status = this.exports.handle(bytes.length, now) >>> 0;
+    return { status, fields: this.output().split("\n") };
+  }
+
+  /** The module's route table: [audience, upstream URL] pairs. */
+  routes() {
+    this.exports.routes();
+    return this.output()
+      .split("\n")
+      .map((line) => [line.slice(0, line.indexOf(" ")), line.slice(line.indexOf(" ") + 1)]);
+  }
+
+  output() {
     const ptr = this.exports.output_ptr() >>> 0;
-    const outLen = this.exports.output_len() >>> 0;
-    const output = new TextDecoder().decode(new Uint8Array(this.memory.buffer, ptr, outLen));
-    return { status, fields: output.split("\n") };
+    const len = this.exports.output_len() >>> 0;
+    return new TextDecoder().decode(new Uint8Array(this.memory.buffer, ptr, len));
   }
 }
 
@@ -120,12 +167,19 @@ export class Gateway {
     return instance;
   }
 
+  /** The module's route table, read once. */
+  routes() {
+    this.instance ??= this.instantiate();
+    this.routeTable ??= this.instance.routes();
+    return this.routeTable;
+  }
+
   /** Answers one request: the module's rejection, or the upstream's response. */
   async fetch(request) {
     let decision;
     try {
       this.instance ??= this.instantiate();
-      decision = this.instance.decide(requestHead(request), this.now());
+      decision = this.instance.decide(contextLine(request) + requestHead(request), this.now());
     } catch (error) {
       // A trap is a bug in the module (ABI.md: it never traps): drop the
       // instance, make a fresh one for the next request, answer 500.
@@ -135,8 +189,9 @@ export class Gateway {
     }
     const { status, fields } = decision;
     if (status === 200) {
-      if (fields.length !== 2 || fields[0] === "") return hostError(500, "gateway module failed");
-      return this.forward(request, fields[0], fields[1]);
+      const plan = parsePlan(fields);
+      if (plan === null) return hostError(500, "gateway module failed");
+      return this.forward(request, plan);
     }
     if (fields.length < 4 || status < 200 || status > 599) return hostError(500, "gateway module failed");
     const [, , challenge, ...body] = fields;
@@ -145,27 +200,45 @@ export class Gateway {
     return new Response(body.join("\n"), { status, headers });
   }
 
-  /** Forwards the request to `upstream` + its path and query, without its token. */
-  async forward(request, upstream, subject) {
-    const base = this.upstreamOverride.get(upstream) ?? upstream;
-    const url = base + requestTarget(request.url);
+  /** Sends the request upstream exactly as `plan` says, the body streamed. */
+  async forward(request, plan) {
+    const origin = this.upstreamOverride.get(plan.origin) ?? plan.origin;
     const headers = new Headers(request.headers);
-    headers.delete("authorization");
-    // fetch() sets Host from the upstream URL; the client's Host names the gateway.
-    headers.delete("host");
-    // Only the gateway speaks for the subject: a client's own value never passes.
-    headers.delete("x-gateway-subject");
-    if (subject !== "") headers.set("x-gateway-subject", subject);
+    try {
+      for (const name of plan.drop) headers.delete(name);
+      for (const [name, value] of plan.set) headers.set(name, value);
+    } catch (error) {
+      console.error(`gateway: the module's plan names an invalid field: ${error}`);
+      return hostError(500, "gateway module failed");
+    }
+    // fetch() sets Host from the URL, and frames the body itself.
     const init = { method: request.method, headers, redirect: "manual" };
     if (request.body !== null) {
       init.body = request.body; // streamed, never buffered
       init.duplex = "half";
     }
     try {
-      return await fetch(url, init);
+      return await fetch(origin + plan.path, init);
     } catch (error) {
-      console.error(`gateway: upstream ${base} unavailable: ${error}`);
+      console.error(`gateway: upstream ${origin} unavailable: ${error}`);
       return hostError(502, "upstream unavailable");
     }
   }
+}
+
+/**
+ * A forward plan from the module's output lines: origin, path, then "-name"
+ * (drop) and "+name:value" (set) lines. Null when malformed.
+ */
+export function parsePlan(fields) {
+  const [origin, path, ...ops] = fields;
+  if (originOf(origin ?? "") !== origin || !path?.startsWith("/")) return null;
+  const plan = { origin, path, drop: [], set: [] };
+  for (const op of ops) {
+    const colon = op.indexOf(":");
+    if (op.startsWith("-") && op.length > 1) plan.drop.push(op.slice(1));
+    else if (op.startsWith("+") && colon > 1) plan.set.push([op.slice(1, colon), op.slice(colon + 1)]);
+    else return null;
+  }
+  return plan;
 }

@@ -3,7 +3,8 @@
 // host-sim serve). Loopback only.
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import net from "node:net";
 import { dirname, join } from "node:path";
@@ -11,6 +12,8 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const WASM = join(ROOT, "dist", "gateway.wasm");
+/** The module the tests drive: built from testkit/fixture.toml by `make fixture`. */
+export const FIXTURE_WASM = join(ROOT, "target", "fixture", "gateway.wasm");
 export const WORKERD = join(ROOT, "node_modules", ".bin", "workerd");
 export const WORKERD_CONFIG = join(ROOT, "deploy", "workerd", "config.capnp");
 export const HOST_SIM = join(ROOT, "target", "release", "host-sim");
@@ -231,18 +234,34 @@ export async function waitForPort(proc, port, what, timeoutMs = 60000) {
 }
 
 /**
- * workerd serving deploy/workerd/config.capnp on an ephemeral loopback port,
- * with the given upstream override. Resolves to { port, proc }.
+ * The workerd config for another module than dist/gateway.wasm: the shim and
+ * the module copied beside a copy of config.capnp in a temporary folder.
  */
-export async function startWorkerd(upstreamOverride = "") {
+function workerdConfigFor(wasm) {
+  if (wasm === WASM) return WORKERD_CONFIG;
+  const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
+  for (const file of ["worker.mjs", "gateway.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  copyFileSync(wasm, join(dir, "gateway.wasm"));
+  const config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
+  writeFileSync(join(dir, "config.capnp"), config);
+  return join(dir, "config.capnp");
+}
+
+/**
+ * workerd serving deploy/workerd/config.capnp (with `wasm` as the module) on
+ * an ephemeral loopback port, with the given upstream override. Resolves to
+ * { port, proc }.
+ */
+export async function startWorkerd(upstreamOverride = "", wasm = WASM) {
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
-  if (!existsSync(WASM)) throw new Error(`${WASM} is missing: run 'make worker'`);
+  if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
+  const configPath = workerdConfigFor(wasm);
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const proc = startProcess(
       WORKERD,
-      ["serve", WORKERD_CONFIG, "--socket-addr", `http=127.0.0.1:${port}`],
+      ["serve", configPath, "--socket-addr", `http=127.0.0.1:${port}`],
       { env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride } },
     );
     try {
@@ -267,8 +286,8 @@ export function hostSimServeHelp() {
  * `host-sim serve` on an ephemeral loopback port (`--listen 127.0.0.1:0`);
  * the port is read from the address it prints. Resolves to { port, proc }.
  */
-export async function startHostSim(extraArgs = [], timeoutMs = 60000) {
-  const proc = startProcess(HOST_SIM, ["serve", "--listen", "127.0.0.1:0", "--wasm", WASM, ...extraArgs]);
+export async function startHostSim(extraArgs = [], timeoutMs = 60000, wasm = WASM) {
+  const proc = startProcess(HOST_SIM, ["serve", "--listen", "127.0.0.1:0", "--wasm", wasm, ...extraArgs]);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const m = proc.output().match(/127\.0\.0\.1:(\d+)/);

@@ -12,14 +12,15 @@ let overrideText = null;
 
 export default {
   /**
-   * env.UPSTREAM_OVERRIDE (optional): "FROM=TO[,FROM=TO]" maps an upstream
-   * base URL the module decides on to another one; the local config reads it
-   * from the GATEWAY_UPSTREAM_OVERRIDE environment variable. Unset in production.
+   * env.UPSTREAM_OVERRIDE (optional): "FROM=TO[,FROM=TO]" moves an origin
+   * the module forwards to (FROM: a routed audience or an origin) to another
+   * one; the local config reads it from the GATEWAY_UPSTREAM_OVERRIDE
+   * environment variable. Unset in production.
    */
   async fetch(request, env) {
     const text = env.UPSTREAM_OVERRIDE ?? "";
     if (text !== overrideText) {
-      gateway.upstreamOverride = parseUpstreamOverride(text);
+      gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());
       overrideText = text;
     }
     return gateway.fetch(request);

@@ -134,7 +134,8 @@ pub fn request_head<B>(request: &Request<B>) -> Vec<u8> {
     let mut head = Vec::with_capacity(512);
     head.extend_from_slice(request.method().as_str().as_bytes());
     head.push(b' ');
-    head.extend_from_slice(request.uri().path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+    // The target as sent: origin-form, absolute-form, authority-form or `*`.
+    head.extend_from_slice(request.uri().to_string().as_bytes());
     head.extend_from_slice(match request.version() {
         http::Version::HTTP_10 => b" HTTP/1.0\r\n",
         _ => b" HTTP/1.1\r\n",

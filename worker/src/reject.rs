@@ -102,7 +102,7 @@ rejections! {
     /// An asterisk-form target (`OPTIONS *`) names no resource to forward.
     AsteriskForm => (400, REQUEST, "asterisk-form target not supported"),
     /// A target that is neither origin-form nor an http(s) absolute-form,
-    /// holds a fragment or user info, or has a broken percent-escape.
+    /// holds user info, or has a broken percent-escape.
     MalformedTarget => (400, REQUEST, "malformed request target"),
     /// A control byte or non-ASCII byte in the target, raw or (controls) percent-encoded.
     ControlInTarget => (400, REQUEST, "control or non-ASCII byte in request target"),

@@ -18,7 +18,8 @@
 //!   climb above the root is refused, not clamped, and so is a `.` or `..`
 //!   segment with `;` parameters (`/..;/`, which Tomcat reads as `/../`).
 //! - Control bytes and non-ASCII bytes are refused anywhere in the target,
-//!   raw or (controls) percent-encoded; a fragment is refused.
+//!   raw or (controls) percent-encoded. A fragment (`#...`, which a client
+//!   should not send) is cut off, as HTTP stacks do: it never travels.
 //! - Characters that RFC 3986 does not allow raw (`"`, `<`, `>`, `{`, ...,
 //!   and `'` in the query, which WHATWG URL parsers encode) are
 //!   percent-encoded, so every host's URL parser leaves the result as it is.
@@ -59,9 +60,7 @@ pub fn normalize<'a, 'b>(
     if let Some(b) = target.iter().find(|&&b| !(0x21..0x7f).contains(&b)) {
         return Err(if *b == b' ' { Rejection::MalformedTarget } else { Rejection::ControlInTarget });
     }
-    if target.contains(&b'#') {
-        return Err(Rejection::MalformedTarget);
-    }
+    let target = &target[..target.iter().position(|&b| b == b'#').unwrap_or(target.len())];
     let (authority, rest) = split_absolute_form(target)?;
     let (path, query) = match rest.iter().position(|&b| b == b'?') {
         Some(i) => (&rest[..i], Some(&rest[i + 1..])),
@@ -278,7 +277,7 @@ mod tests {
         non_hex_escape: "/a%zz" => Err(Rejection::MalformedTarget);
         raw_non_ascii: "/caf\u{e9}" => Err(Rejection::ControlInTarget);
         raw_tab: "/a\tb" => Err(Rejection::ControlInTarget);
-        fragment: "/a#b" => Err(Rejection::MalformedTarget);
+        fragment_cut_off: "/a?q#b/../../x" => Ok("/a?q");
         unsafe_characters_encoded: "/a\"b<c>{d}|^`" => Ok("/a%22b%3Cc%3E%7Bd%7D%7C%5E%60");
         brackets_encoded: "/[x]" => Ok("/%5Bx%5D");
         query_quote_encoded: "/a?q='x'&r=\"y\"" => Ok("/a?q=%27x%27&r=%22y%22");

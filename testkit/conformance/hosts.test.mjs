@@ -1,0 +1,216 @@
+// The forwarding conformance corpus (forwarding.jsonl) over real HTTP,
+// through every host, to a recording upstream on loopback. Each host runs
+// the module built from testkit/fixture.toml (`make fixture`); each case's
+// bytes go out on a fresh connection, and every response, and every request
+// the upstream received, must be the outcome the corpus states. A host
+// passes only with the corpus's results, so all hosts give the same ones.
+//
+//   node --test testkit/conformance/
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import net from "node:net";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { FIXTURE_WASM, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const CASES = readFileSync(join(HERE, "forwarding.jsonl"), "utf8")
+  .split("\n")
+  .filter((line) => line.trim() !== "")
+  .map((line) => JSON.parse(line));
+
+/** The fixture's origins (testkit/fixture.toml); the recorder stands in for each. */
+const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
+
+/**
+ * Fields each host's HTTP stack owns: framing and the connection. The plan
+ * never sets them; the corpus leaves them out.
+ */
+const FRAMING = new Set(["host", "content-length", "transfer-encoding", "connection", "keep-alive"]);
+
+/** A recording upstream: one server per fixture origin; answers 200 with a JSON record. */
+async function startRecorder() {
+  const received = [];
+  const servers = [];
+  const addresses = {};
+  for (const origin of ORIGINS) {
+    const server = createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const headers = [];
+        for (let i = 0; i < req.rawHeaders.length; i += 2) {
+          const name = req.rawHeaders[i].toLowerCase();
+          if (!FRAMING.has(name)) headers.push([name, req.rawHeaders[i + 1]]);
+        }
+        headers.sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1));
+        const record = {
+          line: `${req.method} ${req.url} HTTP/${req.httpVersion}`,
+          origin,
+          headers,
+          body: Buffer.concat(chunks).toString("latin1"),
+          host: req.headers.host ?? null,
+        };
+        received.push(record);
+        res.writeHead(200, { "content-type": "application/json", "x-recorder": "1" });
+        res.end(JSON.stringify(record));
+      });
+    });
+    server.keepAliveTimeout = 1000;
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server);
+    addresses[origin] = `http://127.0.0.1:${server.address().port}`;
+  }
+  return {
+    received,
+    addresses,
+    close: () =>
+      Promise.all(servers.map((s) => new Promise((r) => (s.closeAllConnections?.(), s.close(() => r()))))),
+  };
+}
+
+/** Parses as many complete responses as `buf` holds. */
+function parseResponses(buf) {
+  const out = [];
+  let at = 0;
+  while (at < buf.length) {
+    const end = buf.indexOf("\r\n\r\n", at);
+    if (end < 0) break;
+    const lines = buf.subarray(at, end).toString("latin1").split("\r\n");
+    const status = Number(lines[0].split(" ")[1]);
+    const headers = {};
+    for (const line of lines.slice(1)) {
+      const colon = line.indexOf(":");
+      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    let bodyStart = end + 4;
+    let body;
+    if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
+      const parts = [];
+      for (;;) {
+        const lineEnd = buf.indexOf("\r\n", bodyStart);
+        if (lineEnd < 0) return out;
+        const size = parseInt(buf.subarray(bodyStart, lineEnd).toString("latin1"), 16);
+        if (size === 0) {
+          bodyStart = lineEnd + 4;
+          break;
+        }
+        if (lineEnd + 2 + size > buf.length) return out;
+        parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+        bodyStart = lineEnd + 2 + size + 2;
+      }
+      body = Buffer.concat(parts);
+    } else {
+      const length = Number(headers["content-length"] ?? 0);
+      if (bodyStart + length > buf.length) break;
+      body = buf.subarray(bodyStart, bodyStart + length);
+      bodyStart += length;
+    }
+    out.push({ status, headers, body: body.toString("utf8") });
+    at = bodyStart;
+  }
+  return out;
+}
+
+/** Sends `bytes` on a fresh connection and reads `count` responses (bounded). */
+function exchange(port, bytes, count, timeoutMs = 10000) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: "127.0.0.1", port });
+    let buf = Buffer.alloc(0);
+    const done = (result) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      sock.destroy();
+      const got = parseResponses(buf);
+      got.length > 0 ? resolve(got) : reject(new Error(`no answer from 127.0.0.1:${port} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    sock.on("data", (c) => {
+      buf = Buffer.concat([buf, c]);
+      const got = parseResponses(buf);
+      if (got.length >= count) done(got);
+    });
+    sock.on("error", () => {});
+    sock.on("close", () => done(parseResponses(buf)));
+    sock.write(Buffer.from(bytes, "latin1"));
+  });
+}
+
+/** What a response shows, in the corpus's terms. */
+function outcomeOf(response) {
+  if (response.headers["x-recorder"]) {
+    const record = JSON.parse(response.body);
+    return { status: 200, upstream: { line: record.line, origin: record.origin, headers: record.headers, body: record.body } };
+  }
+  let reason = null;
+  try {
+    reason = JSON.parse(response.body).error_description ?? null;
+  } catch {
+    // not the module's JSON: the host's HTTP parser answered
+  }
+  return { status: response.status, reason };
+}
+
+/** Whether `got` is the stated outcome (or one of its choices). */
+function matches(expected, got) {
+  if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got));
+  const { front_end, ...exact } = expected;
+  if (front_end && exact.status === undefined) return got.status >= 400 && got.reason === null && !got.upstream;
+  try {
+    assert.deepEqual(got, exact);
+    return true;
+  } catch {
+    // The host's own parser may refuse first: the same status, no module reason.
+    return front_end === true && got.status === exact.status && got.reason !== exact.reason && !got.upstream;
+  }
+}
+
+/** Runs the corpus against a gateway on `port` that forwards to `recorder`. */
+function runCorpus(name, start) {
+  describe(`forwarding conformance: ${name}`, { timeout: 180000 }, () => {
+    let recorder;
+    let gateway;
+    before(async () => {
+      recorder = await startRecorder();
+      gateway = await start(recorder);
+    });
+    after(async () => {
+      await gateway?.proc.stop();
+      await recorder?.close();
+    });
+    for (const c of CASES) {
+      test(c.name, async () => {
+        const seen = recorder.received.length;
+        const responses = await exchange(gateway.port, c.request, c.expect.length);
+        const got = responses.map(outcomeOf);
+        assert.equal(got.length, c.expect.length, `responses: ${JSON.stringify(got)}`);
+        c.expect.forEach((expected, i) =>
+          assert.ok(matches(expected, got[i]), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
+        );
+        // Nothing reaches the upstream but the forwards the corpus states.
+        const forwards = got.filter((g) => g.upstream).length;
+        assert.equal(recorder.received.length - seen, forwards, "requests the upstream received");
+        for (const record of recorder.received.slice(seen)) {
+          assert.equal(`http://${record.host}`, recorder.addresses[record.origin], "Host is the upstream's");
+        }
+      });
+    }
+  });
+}
+
+const overrides = (recorder) => ORIGINS.map((o) => [o, recorder.addresses[o]]);
+
+runCorpus("workerd", (recorder) =>
+  startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM),
+);
+
+// Required in `make test` (REQUIRE_HOST_SIM=1); skipped elsewhere when host-sim is not built.
+if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
+  runCorpus("host-sim serve", (recorder) =>
+    startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, FIXTURE_WASM),
+  );
+}
