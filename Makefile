@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker fixture test lint demo bench deploy-local fuzz clean
+.PHONY: setup worker fixture host test lint demo bench deploy-local fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -29,10 +29,14 @@ fixture: setup
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker
-	$(CARGO) test --workspace --release --no-run
+test: fixture worker host
 	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
+
+## host: the workspace's one release build (tests included, so that `make test`
+## and `make demo` share it: the same command resolves the same features)
+host:
+	$(CARGO) test --workspace --release --no-run
 
 ## lint: formatting and clippy, warnings as errors
 lint:
@@ -40,7 +44,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 
 ## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
-demo: worker
+demo: worker host
 	bash scripts/demo.sh
 
 ## bench: criterion and the side-by-side comparisons; writes docs/PERFORMANCE.md

@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "==> cargo build --release -p host-sim"
-cargo build --release -p host-sim --quiet
+# `make demo` built target/release/host-sim with the workspace's one build
+# (`make host`), which `make test` shares.
 H=target/release/host-sim
+[ -x "$H" ] || { echo "error: $H is missing: run 'make host'" >&2; exit 1; }
 work=$(mktemp -d)
 pids=()
 cleanup() {

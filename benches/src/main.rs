@@ -48,7 +48,7 @@ fn write_corpus(path: &str) {
         "issuer": COMPILED.issuer,
         "leeway": COMPILED.leeway_secs,
         "realm": COMPILED.realm,
-        "routes": COMPILED.routes.iter().map(|r| serde_json::json!({"aud": r.audience, "upstream": r.upstream})).collect::<Vec<_>>(),
+        "routes": COMPILED.routes.iter().map(|r| serde_json::json!({"aud": r.audience, "upstream": format!("{}{}", r.origin, r.base_path)})).collect::<Vec<_>>(),
         "mix": corpus::mix(),
         "phases": corpus::phases(),
     });

@@ -29,7 +29,7 @@ const gatewayWorker :Workerd.Worker = (
     (name = "gateway.mjs", esModule = embed "gateway.mjs"),
     (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
   ],
-  compatibilityDate = "2026-11-01",
+  compatibilityDate = "2026-05-01",
   bindings = [
     # Optional "FROM=TO[,FROM=TO]" upstream base URL mapping (tests); null when unset.
     (name = "UPSTREAM_OVERRIDE", fromEnvironment = "GATEWAY_UPSTREAM_OVERRIDE"),

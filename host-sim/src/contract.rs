@@ -39,6 +39,12 @@ impl<'a> From<&'a [u8]> for Input<'a> {
     }
 }
 
+impl<'a, const N: usize> From<&'a [u8; N]> for Input<'a> {
+    fn from(head: &'a [u8; N]) -> Input<'a> {
+        Input::from(head.as_slice())
+    }
+}
+
 impl<'a> From<&'a Vec<u8>> for Input<'a> {
     fn from(head: &'a Vec<u8>) -> Input<'a> {
         Input::from(head.as_slice())

@@ -57,26 +57,29 @@ pub fn signed_by_demo_key(token: &[u8]) -> bool {
     sign(demo_secret(), &token[..dot]).as_bytes() == &token[dot + 1..]
 }
 
-/// The credentials of the last `Authorization: Bearer` field of `head`,
-/// found by a plain line scan (independent of the worker's parser).
+/// The credentials of the `Authorization: Bearer` field of `head`, found
+/// with httparse: a well-kept parser the worker also uses, so the oracle
+/// reads the head exactly as the module does (leading empty lines, bare LF
+/// line ends) without re-implementing the module's own checks.
 pub fn bearer_token_of(head: &[u8]) -> Option<&[u8]> {
-    let mut found = None;
-    for line in head.split(|&b| b == b'\n').skip(1) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            break;
-        }
-        let Some(colon) = line.iter().position(|&b| b == b':') else { continue };
-        if !line[..colon].eq_ignore_ascii_case(b"authorization") {
-            continue;
-        }
-        let value = line[colon + 1..].trim_ascii();
-        found = match value.get(..6) {
-            Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer") => Some(value[6..].trim_ascii_start()),
-            _ => None,
-        };
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut fields);
+    request.parse(head).ok()?.is_complete().then_some(())?;
+    let value = request.headers.iter().rev().find(|f| f.name.eq_ignore_ascii_case("authorization"))?.value;
+    let value = value.trim_ascii();
+    match value.get(..6) {
+        Some(scheme) if scheme.eq_ignore_ascii_case(b"bearer") => Some(value[6..].trim_ascii_start()),
+        _ => None,
     }
-    found
+}
+
+/// The fields of `head` as httparse reads them, lower-cased names and raw
+/// values, or None when it does not parse.
+pub fn fields_of(head: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+    let mut fields = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut fields);
+    request.parse(head).ok()?.is_complete().then_some(())?;
+    Some(request.headers.iter().map(|f| (f.name.to_ascii_lowercase(), f.value.to_vec())).collect())
 }
 
 /// A request head carrying `Authorization: Bearer <token>`.
@@ -125,18 +128,23 @@ impl Gateway for Native {
     }
 
     fn decide(&mut self, head: &[u8], now: f64) -> Decision {
-        // As a host does: a head that does not fit is not written, only its length passed.
-        if let Some(slot) = self.instance.input_mut().get_mut(..head.len()) {
-            slot.copy_from_slice(head);
+        // As a host does: the context line, then the head; an input that does
+        // not fit is not written, only its length passed.
+        let input = [CONTEXT_LINE.as_bytes(), head].concat();
+        if let Some(slot) = self.instance.input_mut().get_mut(..input.len()) {
+            slot.copy_from_slice(&input);
         }
-        let len = u32::try_from(head.len()).unwrap_or(u32::MAX);
+        let len = u32::try_from(input.len()).unwrap_or(u32::MAX);
         let status = self.instance.handle(len, now, worker::abi::compiled_config());
         Decision { status, output: self.instance.output().to_vec() }
     }
 }
 
+/// The context line every gateway here sends: a loopback client over plain HTTP.
+pub const CONTEXT_LINE: &str = "http 127.0.0.1\n";
+
 /// The biggest head a host hands to the module; longer ones are answered 431.
-pub const HEAD_CAPACITY: usize = INPUT_CAPACITY;
+pub const HEAD_CAPACITY: usize = INPUT_CAPACITY - CONTEXT_LINE.len();
 
 /// One answer: the status and the output bytes (`ABI.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +160,7 @@ pub struct Decision {
 pub enum Verdict {
     /// Forward to `upstream`, with the subject (empty for none).
     Forward {
-        /// The upstream base URL.
+        /// The upstream URL: the origin, then the path and query.
         upstream: String,
         /// The subject, empty when the token has none.
         subject: String,
@@ -173,11 +181,16 @@ impl Decision {
         let fields = self.fields();
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         if self.status == 200 {
-            return Ok(Verdict::Forward { upstream: text(fields[0]), subject: text(fields[1]) });
+            let subject = fields.iter().find_map(|f| f.strip_prefix(b"+x-gateway-subject:")).map(text);
+            return Ok(Verdict::Forward {
+                upstream: format!("{}{}", text(fields[0]), text(fields[1])),
+                subject: subject.unwrap_or_default(),
+            });
         }
         let reason = text(fields[1]);
         Rejection::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|r| r.reason() == reason)
             .map(Verdict::Reject)
             .ok_or_else(|| format!("unknown reason {reason:?}"))
@@ -189,12 +202,13 @@ impl Decision {
     }
 
     /// The invariants every answer meets, whatever the request (`ABI.md`):
-    /// a known status; ASCII output; two fields for a forward and four for a
+    /// a known status; ASCII output; a forward to a configured origin under
+    /// its route's base path, with field operations only; four fields for a
     /// reject; a reject's reason is one of the gateway's, with that status,
     /// error code and challenge; its body is JSON naming the same reason.
     pub fn check(&self) -> Result<(), String> {
         let fail = |why: &str| Err(format!("{why}: status {} output {:?}", self.status, self.shown()));
-        if !matches!(self.status, 200 | 400 | 401 | 431 | 500) {
+        if !matches!(self.status, 200 | 400 | 401 | 414 | 431 | 500) {
             return fail("unexpected status");
         }
         if !self.output.iter().all(|&b| b == b'\n' || (0x20..=0x7e).contains(&b)) {
@@ -202,12 +216,23 @@ impl Decision {
         }
         let fields = self.fields();
         if self.status == 200 {
-            if fields.len() != 2 {
-                return fail("a forward has two fields");
+            if fields.len() < 2 {
+                return fail("a forward has an origin and a path");
             }
-            let upstream = String::from_utf8_lossy(fields[0]);
-            if !config().routes.iter().any(|r| r.upstream == upstream) {
+            let url = format!("{}{}", String::from_utf8_lossy(fields[0]), String::from_utf8_lossy(fields[1]));
+            let under_a_route = config().routes.iter().any(|r| {
+                String::from_utf8_lossy(fields[0]) == r.origin
+                    && url[r.origin.len()..].starts_with(r.base_path)
+                    && url[r.origin.len() + r.base_path.len()..].starts_with('/')
+            });
+            if !under_a_route {
                 return fail("forward to an upstream that is not configured");
+            }
+            if !fields[2..].iter().all(|f| f.len() > 1 && (f[0] == b'-' || f[0] == b'+')) {
+                return fail("a forward's fields after the path are field operations");
+            }
+            if fields[2..].iter().any(|f| f.eq_ignore_ascii_case(b"+authorization")) {
+                return fail("a forward never sets Authorization");
             }
             return Ok(());
         }
@@ -215,7 +240,7 @@ impl Decision {
             return fail("a reject has four fields");
         }
         let reason = String::from_utf8_lossy(fields[1]);
-        let Some(rejection) = Rejection::ALL.into_iter().find(|r| r.reason() == reason) else {
+        let Some(rejection) = Rejection::ALL.iter().copied().find(|r| r.reason() == reason) else {
             return fail("unknown reason");
         };
         if u32::from(rejection.status()) != self.status {

@@ -9,9 +9,9 @@
 //! - `aud` is a string or an array of at most [`MAX_AUDIENCES`] strings; the
 //!   first audience, in token order, that has a route wins.
 //! - `sub`, when present, is forwarded upstream as a header, so it must
-//!   travel intact: visible ASCII and inner spaces only, not empty, no
-//!   leading or trailing space (which HTTP would trim). It is refused, never
-//!   trimmed.
+//!   travel intact: visible ASCII and inner spaces only, no leading or
+//!   trailing space (which HTTP would trim). It is refused, never trimmed.
+//!   An empty `sub` names no one: no subject is forwarded, as without one.
 //! - Strings are read raw, without unescaping. An escape in `aud` or `sub` is
 //!   refused, so that one audience can never be spelled two ways; an escape in
 //!   `iss` simply fails to match the configured issuer.
@@ -112,6 +112,7 @@ fn grant<'c, 'a, A: Audiences<'a>>(
     }
     let subject = match claims.sub {
         Some(sub) if sub.contains('\\') => return Err(Rejection::EscapedString),
+        Some("") => None,
         Some(sub) if !travels_intact(sub) => return Err(Rejection::SubjectNotHeaderSafe),
         other => other,
     };
@@ -201,7 +202,7 @@ mod tests {
         sub_with_leading_space: claims(r#","exp":1800000100,"aud":"orders","sub":" admin""#) => Err(Rejection::SubjectNotHeaderSafe);
         sub_with_trailing_space: claims(r#","exp":1800000100,"aud":"orders","sub":"admin ""#) => Err(Rejection::SubjectNotHeaderSafe);
         sub_with_tab: claims(r#","exp":1800000100,"aud":"orders","sub":"ad	min""#) => Err(Rejection::MalformedClaims);
-        sub_empty: claims(r#","exp":1800000100,"aud":"orders","sub":"""#) => Err(Rejection::SubjectNotHeaderSafe);
+        sub_empty_is_no_subject: claims(r#","exp":1800000100,"aud":"orders","sub":"""#) => Ok(("http://o", None));
         sub_with_inner_space: claims(r#","exp":1800000100,"aud":"orders","sub":"Ada Lovelace""#) => Ok(("http://o", Some("Ada Lovelace".into())));
         too_many_audiences: claims(r#","exp":1800000100,"aud":["1","2","3","4","5","6","7","8","orders"]"#) => Err(Rejection::MalformedClaims);
         aud_number: claims(r#","exp":1800000100,"aud":7"#) => Err(Rejection::MalformedClaims);

@@ -167,8 +167,8 @@ rejections! {
     MissingAudience => (401, TOKEN, "aud claim required"),
     /// No audience of the token has a route.
     NoRoute => (401, TOKEN, "no route for audience"),
-    /// `sub` cannot travel intact in a header: empty, a leading or trailing
-    /// space (which HTTP trims), or a byte outside visible ASCII and space.
+    /// `sub` cannot travel intact in a header: a leading or trailing space
+    /// (which HTTP trims), or a byte outside visible ASCII and space.
     SubjectNotHeaderSafe => (401, TOKEN, "sub cannot travel intact in a header"),
     /// The request-scoped arena ran out (a bug or a misconfigured build).
     ScratchExhausted => (500, NONE, "gateway scratch space exhausted"),

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import binaryen from "binaryen";
-import { Gateway, parseUpstreamOverride, requestHead, requestTarget } from "../gateway.mjs";
+import { Gateway, contextLine, parsePlan, parseUpstreamOverride, requestHead, requestTarget } from "../gateway.mjs";
 import { WASM, mintToken, readGatewayConfig, startEcho } from "../harness.mjs";
 
 const config = readGatewayConfig();
@@ -17,10 +17,11 @@ const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now()
 
 /**
  * A stand-in module with the ABI's exports: `handle` traps when the head
- * starts with "TRAP", and otherwise answers 401 "bearer token required".
+ * (after the context line "http unknown\n", 13 bytes: Node has no peer
+ * address) starts with "TRAP", and otherwise answers 401 "bearer token required".
  * Each instance counts its calls in a global, so a fresh one starts at 0.
  */
-function fakeModule(abiVersion = 1) {
+function fakeModule(abiVersion = 2) {
   const answer = '\nbearer token required\nBearer realm="t"\n{"error_description":"bearer token required"}';
   const watString = [...answer].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
   const wat = `(module
@@ -31,9 +32,10 @@ function fakeModule(abiVersion = 1) {
     (func (export "input_ptr") (result i32) (i32.const 0))
     (func (export "input_capacity") (result i32) (i32.const 1024))
     (func (export "calls") (result i32) (global.get $calls))
+    (func (export "routes") (result i32) (i32.const 0))
     (func (export "handle") (param $len i32) (param $now f64) (result i32)
       (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
-      (if (i32.eq (i32.load (i32.const 0)) (i32.const 0x50415254)) (then (unreachable)))
+      (if (i32.eq (i32.load (i32.const 13)) (i32.const 0x50415254)) (then (unreachable)))
       (i32.const 401))
     (func (export "output_ptr") (result i32) (i32.const 2048))
     (func (export "output_len") (result i32) (i32.const ${answer.length})))`;
@@ -65,17 +67,51 @@ describe("request head", () => {
     assert.equal(requestTarget("https://h:8443/p?q=%20"), "/p?q=%20");
   });
 
-  test("upstream override: FROM=TO pairs", () => {
+  test("upstream override: FROM=TO pairs of origins, FROM an origin or a routed audience", () => {
     assert.deepEqual(parseUpstreamOverride(null), new Map());
     assert.deepEqual(parseUpstreamOverride(""), new Map());
+    const routes = [["orders", "http://10.0.0.5/orders-svc"]];
     assert.deepEqual(
-      parseUpstreamOverride("http://127.0.0.1:9101=http://127.0.0.1:5000, http://a=http://b"),
+      parseUpstreamOverride("http://127.0.0.1:9101=http://127.0.0.1:5000, orders=http://b/", routes),
       new Map([
         ["http://127.0.0.1:9101", "http://127.0.0.1:5000"],
-        ["http://a", "http://b"],
+        ["http://10.0.0.5", "http://b"],
       ]),
     );
     assert.throws(() => parseUpstreamOverride("http://a"), /expected FROM=TO/);
+    assert.throws(() => parseUpstreamOverride("users=http://b", routes), /neither a routed audience nor a URL/);
+    assert.throws(() => parseUpstreamOverride("orders=http://b/path", routes), /not an origin/);
+  });
+
+  test("the context line: scheme and peer, or unknown", () => {
+    const plain = new Request("http://gw/x");
+    assert.equal(contextLine(plain), "http unknown\n");
+    const withPeer = (clientIp) => Object.assign(new Request("https://gw/x"), { cf: { clientIp } });
+    assert.equal(contextLine(withPeer("192.0.2.7:5555")), "https 192.0.2.7\n");
+    assert.equal(contextLine(withPeer("[2001:db8::1]:443")), "https 2001:db8::1\n");
+    assert.equal(contextLine(withPeer("2001:db8::1")), "https 2001:db8::1\n");
+    assert.equal(contextLine(withPeer("1.2.3.4\nhttp 5.6.7.8")), "https unknown\n");
+  });
+
+  test("a forward plan from the module's lines", () => {
+    assert.deepEqual(parsePlan(["http://u:1", "/svc/x?q", "-host", "+x-gateway-subject:a:b"]), {
+      origin: "http://u:1",
+      path: "/svc/x?q",
+      drop: ["host"],
+      set: [["x-gateway-subject", "a:b"]],
+    });
+    assert.equal(parsePlan(["http://u", "relative"]), null);
+    assert.equal(parsePlan(["ftp://u", "/"]), null);
+    assert.equal(parsePlan(["http://u", "/", "?odd"]), null);
+  });
+
+  test("the head is UTF-8 bytes: a value decoded from UTF-8 is judged as those bytes", () => {
+    // As workerd hands it over (Node's Headers refuses such a value): the
+    // field's bytes C4 8D C4 8A decoded as UTF-8.
+    const req = { method: "GET", url: "http://gw/x", headers: [["host", "gw"], ["x-note", "\u010d\u010a"]] };
+    const bytes = new TextEncoder().encode(requestHead(req));
+    const at = Buffer.from(bytes).indexOf("x-note: ");
+    assert.deepEqual([...bytes.subarray(at + 8, at + 12)], [0xc4, 0x8d, 0xc4, 0x8a], "never CR LF");
   });
 });
 
@@ -192,6 +228,6 @@ describe("module failures", () => {
   });
 
   test("a module of another ABI version is refused", () => {
-    assert.throws(() => new Gateway(fakeModule(2)), /ABI version 2; this host understands 1/);
+    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 2/);
   });
 });

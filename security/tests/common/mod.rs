@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use gateway_security::{Decision, Gateway, Native};
-use host_sim::decision::Decision as HostDecision;
+use host_sim::contract::Decision as HostDecision;
 use host_sim::engine::{EngineOptions, ModuleSource};
 use host_sim::instance::{Reusable, Runtime};
 
@@ -53,10 +53,12 @@ impl Gateway for Wasm {
         // host-sim parses the output (and refuses a malformed one); put it
         // back in the contract's format so that the same checks apply.
         match outcome {
-            Ok(HostDecision::Forward { upstream, subject }) => Decision {
-                status: 200,
-                output: format!("{upstream}\n{}", subject.unwrap_or_default()).into_bytes(),
-            },
+            Ok(HostDecision::Forward(plan)) => {
+                let mut lines = vec![plan.origin.clone(), plan.path.clone()];
+                lines.extend(plan.drop.iter().map(|name| format!("-{name}")));
+                lines.extend(plan.set.iter().map(|(name, value)| format!("+{name}:{value}")));
+                Decision { status: 200, output: lines.join("\n").into_bytes() }
+            }
             Ok(HostDecision::Reject(r)) => Decision {
                 status: u32::from(r.status),
                 output: format!(
