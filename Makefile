@@ -24,6 +24,7 @@ worker: setup
 FIXTURE_WASM := target/fixture/gateway.wasm
 fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
+	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
 
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same

@@ -1,4 +1,4 @@
-// Test support: tokens signed with the demo key, an echo upstream, raw HTTP
+// Test support: the test fixture, tokens signed with its key, an echo upstream, raw HTTP
 // requests, and bounded start/stop of the servers under test (workerd,
 // host-sim serve). Loopback only.
 import { spawn, spawnSync } from "node:child_process";
@@ -18,28 +18,25 @@ export const WORKERD = join(ROOT, "node_modules", ".bin", "workerd");
 export const WORKERD_CONFIG = join(ROOT, "deploy", "workerd", "config.capnp");
 export const HOST_SIM = join(ROOT, "target", "release", "host-sim");
 
-/** The demo key, issuer and routes from gateway.toml (a minimal reader for this file's shape). */
-export function readGatewayConfig(path = join(ROOT, "gateway.toml")) {
-  const text = readFileSync(path, "utf8");
-  const tables = text.split(/^\s*\[\[/m).slice(1);
-  const field = (table, name) => {
-    const m = table.match(new RegExp(`^\\s*${name}\\s*=\\s*"([^"]*)"`, "m"));
-    return m ? m[1] : undefined;
-  };
-  const keys = tables.filter((t) => t.startsWith("keys]]")).map((t) => ({ kid: field(t, "kid"), demo: field(t, "demo") }));
-  const demo = keys.find((k) => k.demo !== undefined);
-  if (!demo) throw new Error(`${path}: no [[keys]] entry with an inline demo key`);
-  const routes = tables
-    .filter((t) => t.startsWith("routes]]"))
-    .map((t) => ({ aud: field(t, "aud"), upstream: field(t, "upstream") }));
-  const head = text.split(/^\s*\[\[/m)[0];
-  return { kid: demo.kid, key: Buffer.from(demo.demo, "utf8"), issuer: field(head, "issuer"), routes };
+/** The test fixture (testkit/fixture.toml), as `make fixture` writes it for harnesses. */
+export const FIXTURE_JSON = join(ROOT, "target", "fixture", "fixture.json");
+
+/**
+ * The fixture's key, issuer and routes: { kid, key (Buffer), issuer, routes:
+ * [{ aud, upstream, origin, base_path }] }. Written by `make fixture` from
+ * testkit/fixture.toml, so no TOML is parsed here.
+ */
+export function readFixture(path = FIXTURE_JSON) {
+  if (!existsSync(path)) throw new Error(`${path} is missing: run 'make fixture'`);
+  const fixture = JSON.parse(readFileSync(path, "utf8"));
+  const [key] = fixture.keys;
+  return { kid: key.kid, key: Buffer.from(key.secret_hex, "hex"), issuer: fixture.issuer, routes: fixture.routes };
 }
 
 const b64url = (buf) => Buffer.from(buf).toString("base64url");
 
 /** A compact HS256 JWS over `claims` (an object or a raw JSON string). */
-export function mintToken(key, claims, header = { alg: "HS256", typ: "JWT", kid: "demo" }) {
+export function mintToken(key, claims, header = { alg: "HS256", typ: "JWT", kid: "fixture" }) {
   const part = (v) => b64url(typeof v === "string" ? v : JSON.stringify(v));
   const signingInput = `${part(header)}.${part(claims)}`;
   return `${signingInput}.${b64url(createHmac("sha256", key).update(signingInput).digest())}`;

@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use gateway_security::{Gateway, Native, config, fields_of, mint_demo};
+use gateway_security::{Gateway, Native, config, fields_of, mint_fixture};
 use libfuzzer_sys::fuzz_target;
 
 /// A token for `orders` with subject `alice`, valid at the fuzzer's clock.
@@ -18,7 +18,7 @@ fn token() -> &'static str {
     TOKEN.get_or_init(|| {
         let issuer = config().issuer.unwrap_or("any");
         let claims = format!(r#"{{"iss":"{issuer}","aud":"orders","sub":"alice","exp":4102444800}}"#);
-        mint_demo(r#"{"alg":"HS256","typ":"JWT"}"#, &claims)
+        mint_fixture(r#"{"alg":"HS256","typ":"JWT"}"#, &claims)
     })
 }
 

@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if decision.status == 200 {
         // A forward needs a token signed with the gateway's key.
-        assert!(gateway_security::bearer_token_of(head).is_some_and(gateway_security::signed_by_demo_key));
+        assert!(gateway_security::bearer_token_of(head).is_some_and(gateway_security::signed_by_fixture_key));
     }
     // The same request in a reused instance gets the same answer.
     assert_eq!(gateway.decide(head, now), decision);

@@ -4,14 +4,14 @@
 //! header, claims, time and route checks.
 #![no_main]
 
-use gateway_security::{Gateway, NOW, Native, Verdict, bearer_request, config, demo_secret, mint};
+use gateway_security::{Gateway, NOW, Native, Verdict, bearer_request, config, fixture_secret, mint};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let split = data.iter().position(|&b| b == 0xff).unwrap_or(data.len());
     let header = &data[..split];
     let claims = data.get(split + 1..).unwrap_or(&[]);
-    let token = mint(header, claims, demo_secret());
+    let token = mint(header, claims, fixture_secret());
     let decision = Native::new().decide(&bearer_request(&token), NOW as f64);
     if let Err(why) = decision.check() {
         panic!("invariant broken: {why}");

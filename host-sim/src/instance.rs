@@ -121,7 +121,9 @@ struct Exports {
     input_ptr: ModuleExport,
     input_capacity: ModuleExport,
     handle: ModuleExport,
-    routes: ModuleExport,
+    /// Checked after `abi_version`, so that a module of another version is
+    /// refused for its version, not for an export that version lacks.
+    routes: Option<ModuleExport>,
     output_ptr: ModuleExport,
     output_len: ModuleExport,
 }
@@ -165,7 +167,10 @@ impl Exports {
             input_ptr: func("input_ptr", &[], &i32_)?,
             input_capacity: func("input_capacity", &[], &i32_)?,
             handle: func("handle", &[ValType::I32, ValType::F64], &i32_)?,
-            routes: func("routes", &[], &i32_)?,
+            routes: match module.get_export("routes") {
+                None => None,
+                Some(_) => Some(func("routes", &[], &i32_)?),
+            },
             output_ptr: func("output_ptr", &[], &i32_)?,
             output_len: func("output_len", &[], &i32_)?,
             memory: match module.get_export("memory") {
@@ -283,6 +288,9 @@ impl Prepared {
         let version = slot.call0(&runtime.exports.abi_version).map_err(fail)?;
         if version != ABI_VERSION {
             return Err(LoadError::AbiVersion(version));
+        }
+        if runtime.exports.routes.is_none() {
+            return Err(LoadError::MissingExport("routes"));
         }
         runtime.layout = Layout {
             input_ptr: slot.call0(&runtime.exports.input_ptr).map_err(fail)?,
@@ -488,7 +496,8 @@ impl Runtime {
     /// URL per route, so the host needs no config file of its own.
     pub fn routes(&self) -> Result<Vec<(String, String)>, GuestError> {
         let mut slot = self.instantiate()?;
-        slot.call0(&self.exports.routes)?;
+        let routes = self.exports.routes.as_ref().ok_or(GuestError::BadOutput("no routes export"))?;
+        slot.call0(routes)?;
         contract::parse_routes(slot.output()?)
     }
 

@@ -64,7 +64,7 @@ fn compile_then_run_from_cwasm() {
 
     // The library path too: deserialize and decide.
     let runtime = Runtime::load(&common::relaxed(), &ModuleSource::Cwasm(cwasm.clone()), 2).unwrap();
-    let decision = runtime.decide_fresh(b"GET / HTTP/1.1\r\n\r\n", NOW as f64).unwrap();
+    let decision = runtime.decide_fresh(b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n", NOW as f64).unwrap();
     assert_eq!(decision.status(), 401);
 }
 
@@ -127,7 +127,7 @@ fn refuses_modules_that_break_the_contract() {
     for (fixture, needle) in [
         ("imports", "imports env::log"),
         ("no_handle", "does not export `handle`"),
-        ("abi2", "abi_version is 2"),
+        ("abi1", "abi_version is 1"),
     ] {
         let wasm = common::fixture(fixture);
         assert_refused(&eval(&["--wasm", wasm.to_str().unwrap()], NO_TOKEN), needle);
@@ -137,9 +137,9 @@ fn refuses_modules_that_break_the_contract() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert!(stderr.contains(needle), "{stderr}");
     }
-    let err = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm(common::fixture("abi2")), 1)
+    let err = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm(common::fixture("abi1")), 1)
         .unwrap_err();
-    assert!(matches!(err, LoadError::AbiVersion(2)), "{err}");
+    assert!(matches!(err, LoadError::AbiVersion(1)), "{err}");
 }
 
 #[test]

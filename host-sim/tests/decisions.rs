@@ -90,7 +90,7 @@ fn cases() -> Vec<Case> {
         ),
         reject(
             "basic scheme",
-            "GET / HTTP/1.1\r\nAuthorization: Basic YTpi\r\n\r\n".into(),
+            "GET / HTTP/1.1\r\nHost: gw\r\nAuthorization: Basic YTpi\r\n\r\n".into(),
             Rejection::UnsupportedScheme,
         ),
         reject(

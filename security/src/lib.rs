@@ -4,26 +4,62 @@
 //! HS256 tokens, building request heads, deciding a request with the gateway
 //! behind one trait (the native rlib here; the real `.wasm` module in the
 //! tests), reading a decision back, and checking the invariants every answer
-//! must meet whatever the input (`ABI.md`).
+//! must meet whatever the input (`ABI.md`). Everything runs against the test
+//! fixture, `testkit/fixture.toml` (its public test key, issuer and routes),
+//! never the user's `gateway.toml`: the native gateway reads the fixture, and
+//! the tests drive `target/fixture/gateway.wasm`, built from it by
+//! `make fixture`.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+use std::sync::OnceLock;
+
 use worker::Rejection;
 use worker::abi::{INPUT_CAPACITY, Instance};
+use worker::config::{Config, Key, Route};
 
 /// A fixed clock for the corpus: 2027-01-15, past 2^31 and before 2^32.
 pub const NOW: u64 = 1_800_000_000;
 
-/// The compiled-in key the example config carries (the public demo key).
-pub fn demo_secret() -> &'static [u8] {
-    worker::config::COMPILED.keys[0].secret
+/// The test fixture's configuration file.
+pub const FIXTURE_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/fixture.toml");
+
+/// The module built from the fixture by `make fixture`.
+pub const FIXTURE_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/fixture/gateway.wasm");
+
+/// The fixture's key (public, test-only).
+pub fn fixture_secret() -> &'static [u8] {
+    config().keys[0].secret
 }
 
-/// The compiled-in configuration.
-pub fn config() -> &'static worker::Config<'static> {
-    &worker::config::COMPILED
+/// The fixture's configuration, as the worker reads it (loaded once).
+pub fn config() -> &'static Config<'static> {
+    static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let loaded = gateway_config::load(std::path::Path::new(FIXTURE_TOML))
+            .unwrap_or_else(|e| panic!("the test fixture: {e}"));
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+        let keys: Vec<Key<'static>> = loaded
+            .keys
+            .iter()
+            .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
+            .collect();
+        let routes: Vec<Route<'static>> = loaded
+            .routes
+            .iter()
+            .map(|r| Route { audience: leak(&r.aud), origin: leak(r.origin()), base_path: leak(r.base_path()) })
+            .collect();
+        Config {
+            realm: leak(&loaded.realm),
+            issuer: loaded.issuer.as_deref().map(leak),
+            leeway_secs: loaded.leeway_secs,
+            trusted_proxy_hops: loaded.trusted_proxy_hops,
+            keys: Box::leak(keys.into_boxed_slice()),
+            routes: Box::leak(routes.into_boxed_slice()),
+        }
+    })
 }
 
 /// Base64url without padding.
@@ -46,15 +82,15 @@ pub fn mint(header: &[u8], claims: &[u8], secret: &[u8]) -> String {
 }
 
 /// A compact JWS signed with the compiled-in demo key.
-pub fn mint_demo(header: &str, claims: &str) -> String {
-    mint(header.as_bytes(), claims.as_bytes(), demo_secret())
+pub fn mint_fixture(header: &str, claims: &str) -> String {
+    mint(header.as_bytes(), claims.as_bytes(), fixture_secret())
 }
 
 /// True when `token` is a compact JWS whose signature is the HMAC of its
-/// first two parts under the demo key (an independent check of a forward).
-pub fn signed_by_demo_key(token: &[u8]) -> bool {
+/// first two parts under the fixture key (an independent check of a forward).
+pub fn signed_by_fixture_key(token: &[u8]) -> bool {
     let Some(dot) = token.iter().rposition(|&b| b == b'.') else { return false };
-    sign(demo_secret(), &token[..dot]).as_bytes() == &token[dot + 1..]
+    sign(fixture_secret(), &token[..dot]).as_bytes() == &token[dot + 1..]
 }
 
 /// The credentials of the `Authorization: Bearer` field of `head`, found
@@ -110,7 +146,7 @@ pub struct Native {
 }
 
 impl Native {
-    /// A fresh instance with the compiled-in config.
+    /// A fresh instance with the fixture's config.
     pub fn new() -> Self {
         Native { instance: Box::new(Instance::new()) }
     }
@@ -135,7 +171,7 @@ impl Gateway for Native {
             slot.copy_from_slice(&input);
         }
         let len = u32::try_from(input.len()).unwrap_or(u32::MAX);
-        let status = self.instance.handle(len, now, worker::abi::compiled_config());
+        let status = self.instance.handle(len, now, config());
         Decision { status, output: self.instance.output().to_vec() }
     }
 }

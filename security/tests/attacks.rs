@@ -13,7 +13,7 @@
 mod common;
 
 use gateway_security::{
-    HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint, mint_demo, sign,
+    HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint, mint_fixture, sign,
 };
 use worker::Rejection::{self, *};
 
@@ -33,8 +33,9 @@ struct Case {
     expect: Expect,
 }
 
-const ISS: &str = "https://auth.example.com";
-const HEADER: &str = r#"{"alg":"HS256","typ":"JWT","kid":"demo"}"#;
+/// The fixture's issuer (testkit/fixture.toml).
+const ISS: &str = "https://issuer.test";
+const HEADER: &str = r#"{"alg":"HS256","typ":"JWT","kid":"fixture"}"#;
 const EXP: u64 = NOW + 600;
 
 /// An RSA public key in PEM, as an attacker would find it published: the
@@ -63,7 +64,7 @@ fn good_claims() -> String {
 }
 
 fn good_token() -> String {
-    mint_demo(HEADER, &good_claims())
+    mint_fixture(HEADER, &good_claims())
 }
 
 /// The three parts of the good token.
@@ -75,12 +76,12 @@ fn parts() -> (String, String, String) {
 
 /// A token whose header is `header`, signed with the demo key.
 fn with_header(header: &str) -> String {
-    mint_demo(header, &good_claims())
+    mint_fixture(header, &good_claims())
 }
 
 /// A token whose claims are `claims`, signed with the demo key.
 fn with_claims(claims: &str) -> String {
-    mint_demo(HEADER, claims)
+    mint_fixture(HEADER, claims)
 }
 
 /// The "none" algorithm: header and claims, an empty signature.
@@ -106,7 +107,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "typ at+jwt",
-        bearer(&with_header(r#"{"alg":"HS256","typ":"at+jwt","kid":"demo"}"#)),
+        bearer(&with_header(r#"{"alg":"HS256","typ":"at+jwt","kid":"fixture"}"#)),
         Forward("orders", "alice"),
     );
 
@@ -125,33 +126,33 @@ fn corpus() -> Vec<Case> {
     for alg in
         ["hs256", "Hs256", "HS256 ", " HS256", "HS2560", "HS25", "HS384", "HS512", "ES256", "PS256", "EdDSA"]
     {
-        let header = format!(r#"{{"alg":"{alg}","kid":"demo"}}"#);
+        let header = format!(r#"{{"alg":"{alg}","kid":"fixture"}}"#);
         add(&format!("alg {alg:?}"), bearer(&with_header(&header)), Reject(UnsupportedAlgorithm));
     }
     add(
         "alg escaped HS256",
-        bearer(&with_header(r#"{"alg":"HS\u0032\u0035\u0036","kid":"demo"}"#)),
+        bearer(&with_header(r#"{"alg":"HS\u0032\u0035\u0036","kid":"fixture"}"#)),
         Reject(UnsupportedAlgorithm),
     );
     add(
         "alg with an escaped NUL",
-        bearer(&with_header(r#"{"alg":"HS256\u0000","kid":"demo"}"#)),
+        bearer(&with_header(r#"{"alg":"HS256\u0000","kid":"fixture"}"#)),
         Reject(UnsupportedAlgorithm),
     );
-    add("alg missing", bearer(&with_header(r#"{"kid":"demo"}"#)), Reject(UnsupportedAlgorithm));
-    add("alg null", bearer(&with_header(r#"{"alg":null,"kid":"demo"}"#)), Reject(UnsupportedAlgorithm));
+    add("alg missing", bearer(&with_header(r#"{"kid":"fixture"}"#)), Reject(UnsupportedAlgorithm));
+    add("alg null", bearer(&with_header(r#"{"alg":null,"kid":"fixture"}"#)), Reject(UnsupportedAlgorithm));
     add(
         "alg as an array",
-        bearer(&with_header(r#"{"alg":["HS256"],"kid":"demo"}"#)),
+        bearer(&with_header(r#"{"alg":["HS256"],"kid":"fixture"}"#)),
         Reject(MalformedHeader),
     );
-    add("alg as a number", bearer(&with_header(r#"{"alg":256,"kid":"demo"}"#)), Reject(MalformedHeader));
+    add("alg as a number", bearer(&with_header(r#"{"alg":256,"kid":"fixture"}"#)), Reject(MalformedHeader));
 
     // RFC 8725 2.1 / 3.1: HS/RS key confusion.
     // An RS256 header over an HMAC made with the gateway's own key: the alg is refused.
     add(
         "RS256 header, HMAC with the gateway key",
-        bearer(&with_header(r#"{"alg":"RS256","typ":"JWT","kid":"demo"}"#)),
+        bearer(&with_header(r#"{"alg":"RS256","typ":"JWT","kid":"fixture"}"#)),
         Reject(UnsupportedAlgorithm),
     );
     // An HS256 token whose HMAC key is the text of a published RSA public key:
@@ -211,7 +212,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "header swapped after signing",
-        bearer(&format!("{}.{p}.{s}", b64(br#"{"alg":"HS256","kid":"demo"}"#))),
+        bearer(&format!("{}.{p}.{s}", b64(br#"{"alg":"HS256","kid":"fixture"}"#))),
         Reject(BadSignature),
     );
 
@@ -219,16 +220,16 @@ fn corpus() -> Vec<Case> {
     for kid in [
         "../../../../dev/null",
         "/etc/passwd",
-        "demo/../demo",
+        "fixture/../fixture",
         "x' UNION SELECT 'key",
-        "DEMO",
-        "demo ",
-        " demo",
+        "FIXTURE",
+        "fixture ",
+        " fixture",
         "",
-        "d\\u0065mo",
-        "demo\\u0000",
+        "fixtur\\u0065",
+        "fixture\\u0000",
         "\\u0000",
-        "%00demo",
+        "%00fixture",
     ] {
         let header = format!(r#"{{"alg":"HS256","kid":"{kid}"}}"#);
         add(&format!("kid {kid:?}"), bearer(&with_header(&header)), Reject(UnknownKey));
@@ -260,9 +261,9 @@ fn corpus() -> Vec<Case> {
     add(
         "kid with a raw NUL byte (not JSON)",
         bearer(&mint(
-            b"{\"alg\":\"HS256\",\"kid\":\"demo\0\"}",
+            b"{\"alg\":\"HS256\",\"kid\":\"fixture\0\"}",
             good_claims().as_bytes(),
-            gateway_security::demo_secret(),
+            gateway_security::fixture_secret(),
         )),
         Reject(MalformedHeader),
     );
@@ -286,14 +287,14 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "jku with kid demo",
-        bearer(&attacker(r#"{"alg":"HS256","kid":"demo","jku":"https://e.x/k"}"#)),
+        bearer(&attacker(r#"{"alg":"HS256","kid":"fixture","jku":"https://e.x/k"}"#)),
         Reject(BadSignature),
     );
 
     // RFC 7515 4.1.11: crit names extensions the gateway does not understand.
     add(
         "crit [b64] with b64 true",
-        bearer(&with_header(r#"{"alg":"HS256","kid":"demo","b64":true,"crit":["b64"]}"#)),
+        bearer(&with_header(r#"{"alg":"HS256","kid":"fixture","b64":true,"crit":["b64"]}"#)),
         Reject(CriticalHeader),
     );
     add(
@@ -332,7 +333,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "duplicate kid",
-        bearer(&with_header(r#"{"alg":"HS256","kid":"demo","kid":"x"}"#)),
+        bearer(&with_header(r#"{"alg":"HS256","kid":"fixture","kid":"x"}"#)),
         Reject(MalformedHeader),
     );
     add(
@@ -379,7 +380,7 @@ fn corpus() -> Vec<Case> {
     add(
         "escaped iss",
         bearer(&with_claims(&format!(
-            r#"{{"iss":"https:\/\/auth.example.com","aud":"orders","exp":{EXP}}}"#
+            r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#
         ))),
         Reject(WrongIssuer),
     );
@@ -444,7 +445,7 @@ fn corpus() -> Vec<Case> {
     bad_utf8[at] = 0xff;
     add(
         "sub with an invalid UTF-8 byte",
-        bearer(&mint(HEADER.as_bytes(), &bad_utf8, gateway_security::demo_secret())),
+        bearer(&mint(HEADER.as_bytes(), &bad_utf8, gateway_security::fixture_secret())),
         Reject(MalformedClaims),
     );
     add(
@@ -452,7 +453,7 @@ fn corpus() -> Vec<Case> {
         bearer(&mint(
             "\u{feff}{\"alg\":\"HS256\"}".as_bytes(),
             good_claims().as_bytes(),
-            gateway_security::demo_secret(),
+            gateway_security::fixture_secret(),
         )),
         Reject(MalformedHeader),
     );
@@ -624,7 +625,7 @@ fn corpus() -> Vec<Case> {
         bearer(&mint(
             br#"{"alg":"HS256","zip":"DEF"}"#,
             &[0x78, 0x9c, 0xab, 0xae, 0x05, 0x00],
-            gateway_security::demo_secret(),
+            gateway_security::fixture_secret(),
         )),
         Reject(MalformedClaims),
     );
@@ -799,7 +800,7 @@ fn corpus() -> Vec<Case> {
         let nested = claims_with(&format!(r#","x":{}{}"#, "[".repeat(levels), "]".repeat(levels)));
         add(
             &format!("{levels} nested arrays in a claim"),
-            bearer(&mint(br#"{"alg":"HS256"}"#, nested.as_bytes(), gateway_security::demo_secret())),
+            bearer(&mint(br#"{"alg":"HS256"}"#, nested.as_bytes(), gateway_security::fixture_secret())),
             expect,
         );
     }
@@ -1057,7 +1058,7 @@ fn the_build_refuses_weak_keys() {
 
 #[test]
 fn the_signing_key_is_never_in_an_answer() {
-    let secret = String::from_utf8_lossy(gateway_security::demo_secret()).into_owned();
+    let secret = String::from_utf8_lossy(gateway_security::fixture_secret()).into_owned();
     for mut gateway in common::gateways() {
         for case in corpus() {
             let shown = gateway.decide(&case.head, case.now).shown();

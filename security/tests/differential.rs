@@ -56,7 +56,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use gateway_security::{Verdict, bearer_request, config, demo_secret, mint, sign};
+use gateway_security::{Verdict, bearer_request, config, fixture_secret, mint, sign};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
@@ -65,7 +65,8 @@ use serde_json::value::RawValue;
 /// How many tokens to generate; the test asserts at least 10 000 are compared.
 const TOKENS: usize = 24_000;
 const SEED: u64 = 0x005e_ed0f_ca7e_2026;
-const ISS: &str = "https://auth.example.com";
+/// The fixture's issuer (testkit/fixture.toml).
+const ISS: &str = "https://issuer.test";
 
 /// xorshift64*: small, seeded, reproducible.
 struct Rng(u64);
@@ -145,9 +146,9 @@ fn gen_header(rng: &mut Rng) -> Members {
     }
     if rng.chance(70) {
         let kid = if rng.chance(90) {
-            &"\"demo\""
+            &"\"fixture\""
         } else {
-            rng.pick(&["\"other\"", "\"\"", "null", "7", "\"d\\u0065mo\"", "\"../demo\""])
+            rng.pick(&["\"other\"", "\"\"", "null", "7", "\"fixtur\\u0065\"", "\"../fixture\""])
         };
         h.push(("kid".into(), kid.to_string()));
     }
@@ -186,10 +187,10 @@ fn gen_claims(rng: &mut Rng, now: u64) -> Members {
         } else {
             rng.pick(&[
                 "\"https://evil.example\"",
-                "\"https:\\/\\/auth.example.com\"",
+                "\"https:\\/\\/issuer.test\"",
                 "null",
                 "1",
-                "[\"https://auth.example.com\"]",
+                "[\"https://issuer.test\"]",
                 "\"\"",
             ])
             .to_string()
@@ -313,7 +314,7 @@ const TOKEN_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 
 /// One generated token and how it was made.
 fn generate(rng: &mut Rng, now: u64) -> (String, &'static str) {
-    let secret = demo_secret();
+    let secret = fixture_secret();
     let header = render(&gen_header(rng));
     let claims = render(&gen_claims(rng, now));
     match rng.below(10) {
@@ -394,7 +395,7 @@ fn classify(token: &str, now: u64) -> Option<&'static str> {
     let [h, p, s] = parts[..] else { return None };
     let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).ok();
     let (Some(header), Some(claims), Some(_)) = (decode(h), decode(p), decode(s)) else { return None };
-    if sign(demo_secret(), format!("{h}.{p}").as_bytes()) != s {
+    if sign(fixture_secret(), format!("{h}.{p}").as_bytes()) != s {
         return None;
     }
     if token.len() > 256 {
@@ -575,7 +576,7 @@ fn now_secs() -> u64 {
 #[test]
 fn gateway_and_jsonwebtoken_agree_on_every_token_but_the_documented_differences() {
     let validation = validation();
-    let key = DecodingKey::from_secret(demo_secret()).unwrap();
+    let key = DecodingKey::from_secret(fixture_secret()).unwrap();
     let mut gateways = common::gateways();
     let now = now_secs();
     let mut rng = Rng(SEED);

@@ -4,7 +4,7 @@
 //! server must still answer good requests.
 //!
 //! The tests need `target/release/host-sim` (`cargo build --release -p
-//! host-sim`) and `dist/gateway.wasm` (`make worker`). Without them they say
+//! host-sim`) and `target/fixture/gateway.wasm` (`make fixture`). Without them they say
 //! so and pass, unless `REQUIRE_HOST_SIM=1` (as `scripts/test-extra.sh` sets
 //! after building the host), when they fail.
 //!
@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use gateway_security::mint_demo;
+use gateway_security::mint_fixture;
 
 /// How long a client waits for any answer before calling the server hung.
 const GIVE_UP: Duration = Duration::from_secs(20);
@@ -74,11 +74,11 @@ fn upstream(heads: Sender<String>) -> SocketAddr {
 /// Starts `host-sim serve` on port 0 and reads the address it prints.
 fn start() -> Option<Server> {
     let bin = root().join("target/release/host-sim");
-    let module = root().join("dist/gateway.wasm");
+    let module = std::path::PathBuf::from(gateway_security::FIXTURE_WASM);
     if !bin.exists() || !module.exists() {
         let required = std::env::var_os("REQUIRE_HOST_SIM").is_some_and(|v| v == "1");
         assert!(!required, "{} or {} is missing", bin.display(), module.display());
-        eprintln!("skipped: build target/release/host-sim and dist/gateway.wasm to run these tests");
+        eprintln!("skipped: build target/release/host-sim and target/fixture/gateway.wasm (make fixture) to run these tests");
         return None;
     }
     let (heads, forwarded) = std::sync::mpsc::channel();
@@ -149,10 +149,10 @@ fn head_with(extra: Option<&str>, fields: &str) -> Vec<u8> {
         format!("GET /v1/orders HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n{fields}").into_bytes();
     if let Some(extra) = extra {
         let claims = format!(
-            r#"{{"iss":"https://auth.example.com","aud":"orders","exp":{}{extra}}}"#,
+            r#"{{"iss":"https://issuer.test","aud":"orders","exp":{}{extra}}}"#,
             gateway_security::NOW + 10_000_000_000
         );
-        let token = mint_demo(r#"{"alg":"HS256","typ":"JWT","kid":"demo"}"#, &claims);
+        let token = mint_fixture(r#"{"alg":"HS256","typ":"JWT","kid":"fixture"}"#, &claims);
         head.extend_from_slice(format!("Authorization: Bearer {token}\r\n").as_bytes());
     }
     head.extend_from_slice(b"\r\n");

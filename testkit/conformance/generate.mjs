@@ -2,12 +2,13 @@
 // corpus, one case a line. Every host must give each case the same outcome:
 // the status and reason of a refusal, or exactly what the upstream receives.
 //
-//   node testkit/conformance/generate.mjs
+//   make fixture && node testkit/conformance/generate.mjs
 //
 // The expectations below are written from the forwarding rules (SECURITY.md,
 // worker/ABI.md), not from what any host does. Tokens are minted here with
-// the fixture key of testkit/fixture.toml and expire in 2100, so the file is
-// plain data that any runner can replay byte for byte.
+// the fixture key of testkit/fixture.toml (read from the JSON `make fixture`
+// writes) and expire in 2100, so the file is plain data that any runner can
+// replay byte for byte.
 //
 // A case: { name, request, expect: [outcome, ...] } with `request` a latin1
 // string (one char per byte) that may hold several pipelined requests, and
@@ -29,20 +30,22 @@
 // parser (the same status, not the module's reason). Whenever a host
 // refuses, the upstream must see nothing.
 import { createHmac } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const KEY = Buffer.from("TEST-ONLY-fixture-signing-key-0123456789");
-const ISSUER = "https://issuer.test";
+const FIXTURE = JSON.parse(readFileSync(join(HERE, "..", "..", "target", "fixture", "fixture.json"), "utf8"));
+const KEY = Buffer.from(FIXTURE.keys[0].secret_hex, "hex");
+const KID = FIXTURE.keys[0].kid;
+const ISSUER = FIXTURE.issuer;
 const EXP = 4102444800; // 2100-01-01
 const ORIGIN = "http://127.0.0.1:9201";
 const USERS = "http://127.0.0.1:9202";
 const PEER = "127.0.0.1";
 
 const b64 = (text) => Buffer.from(text).toString("base64url");
-function token(claims, header = { alg: "HS256", typ: "JWT", kid: "fixture" }) {
+function token(claims, header = { alg: "HS256", typ: "JWT", kid: KID }) {
   const input = `${b64(JSON.stringify(header))}.${b64(JSON.stringify({ iss: ISSUER, exp: EXP, ...claims }))}`;
   return `${input}.${createHmac("sha256", KEY).update(input).digest("base64url")}`;
 }

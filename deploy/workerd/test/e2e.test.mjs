@@ -1,5 +1,6 @@
-// End to end: workerd running deploy/workerd/config.capnp, an echo upstream
-// on loopback, and one request corpus sent as raw HTTP/1.1 bytes. Each case
+// End to end: workerd running deploy/workerd/config.capnp with the module
+// built from the test fixture (testkit/fixture.toml), an echo upstream per
+// origin on loopback, and one request corpus sent as raw HTTP/1.1 bytes. Each case
 // states the status and RFC 6750 error code the gateway must give; forwarded
 // cases state what the upstream must receive.
 //
@@ -14,13 +15,17 @@ import {
   hostSimServeHelp,
   mintToken,
   rawRequest,
-  readGatewayConfig,
+  FIXTURE_WASM,
+  readFixture,
   startEcho,
   startHostSim,
   startWorkerd,
 } from "../harness.mjs";
 
-const config = readGatewayConfig();
+const config = readFixture();
+/** One echo upstream per origin; two fixture routes share one, told apart by base path. */
+const ORIGINS = [...new Set(config.routes.map((r) => r.origin))];
+const route = (aud) => config.routes.find((r) => r.aud === aud);
 const NOW = Math.floor(Date.now() / 1000);
 const DAY = 86400;
 // Far from now either way, so no case depends on the second it runs in.
@@ -132,10 +137,13 @@ function summarize(res) {
   }
   const out = { status: res.status, error: json?.error ?? null };
   if (res.headers["x-echo"]) {
+    // The route: the one whose origin the echo stands in for and whose base path starts the target.
+    const matching = config.routes.filter((r) => r.origin === json.route && json.target.startsWith(`${r.base_path}/`));
+    const routed = matching.sort((a, b) => b.base_path.length - a.base_path.length)[0];
     out.forwarded = {
-      route: json.route,
+      route: routed?.aud ?? null,
       method: json.method,
-      target: json.target,
+      target: routed ? json.target.slice(routed.base_path.length) : json.target,
       body: json.body,
       subject: json.subject,
       authorization: json.authorization,
@@ -153,7 +161,7 @@ function checkExpected(c, got, echo) {
   if (c.forward) {
     assert.equal(got.status, 200, `forwarded: ${JSON.stringify(got)}`);
     assert.deepEqual(got.forwarded, { ...c.forward, authorization: null });
-    assert.equal(got.host, new URL(echo.addresses[c.forward.route]).host, "Host is the upstream's");
+    assert.equal(got.host, new URL(echo.addresses[route(c.forward.route).origin]).host, "Host is the upstream's");
   } else {
     assert.equal(got.status, c.status, JSON.stringify(got));
     assert.equal(got.error, c.error, JSON.stringify(got));
@@ -162,14 +170,14 @@ function checkExpected(c, got, echo) {
   }
 }
 
-const override = (echo) => config.routes.map((r) => `${r.upstream}=${echo.addresses[r.aud]}`).join(",");
+const override = (echo) => ORIGINS.map((origin) => `${origin}=${echo.addresses[origin]}`).join(",");
 
 describe("workerd end to end", { timeout: 120000 }, () => {
   let echo;
   let workerd;
   before(async () => {
-    echo = await startEcho(Object.fromEntries(config.routes.map((r) => [r.aud, 0])));
-    workerd = await startWorkerd(override(echo));
+    echo = await startEcho(Object.fromEntries(ORIGINS.map((origin) => [origin, 0])));
+    workerd = await startWorkerd(override(echo), FIXTURE_WASM);
   });
   after(async () => {
     await workerd?.proc.stop();
@@ -181,7 +189,7 @@ describe("workerd end to end", { timeout: 120000 }, () => {
   }
 
   test("an upstream that is down: 502 with a JSON reason", async () => {
-    const down = await startWorkerd(config.routes.map((r) => `${r.upstream}=http://127.0.0.1:1`).join(","));
+    const down = await startWorkerd(ORIGINS.map((origin) => `${origin}=http://127.0.0.1:1`).join(","), FIXTURE_WASM);
     try {
       const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
       assert.equal(res.status, 502);
@@ -211,11 +219,13 @@ describe(
     let hostSim;
     before(async () => {
       if (!hostSimHelp) throw new Error("target/release/host-sim serve is not built: cargo build --release -p host-sim");
-      echo = await startEcho(Object.fromEntries(config.routes.map((r) => [r.aud, 0])));
-      workerd = await startWorkerd(override(echo));
-      hostSim = await startHostSim([
-        ...config.routes.flatMap((r) => ["--upstream-override", `${r.upstream}=${echo.addresses[r.aud]}`]),
-      ]);
+      echo = await startEcho(Object.fromEntries(ORIGINS.map((origin) => [origin, 0])));
+      workerd = await startWorkerd(override(echo), FIXTURE_WASM);
+      hostSim = await startHostSim(
+        ORIGINS.flatMap((origin) => ["--upstream-override", `${origin}=${echo.addresses[origin]}`]),
+        60000,
+        FIXTURE_WASM,
+      );
     });
     after(async () => {
       await hostSim?.proc.stop();

@@ -1,5 +1,5 @@
 // Unit tests of the shim (gateway.mjs) in Node.js, without workerd: the real
-// dist/gateway.wasm for the decisions, and small hand-written modules for the
+// module, built from the test fixture (target/fixture/gateway.wasm), for the decisions, and small hand-written modules for the
 // failures the real one never shows (a trap, another ABI version).
 //
 //   node --test deploy/workerd/test/
@@ -8,10 +8,11 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import binaryen from "binaryen";
 import { Gateway, contextLine, parsePlan, parseUpstreamOverride, requestHead, requestTarget } from "../gateway.mjs";
-import { WASM, mintToken, readGatewayConfig, startEcho } from "../harness.mjs";
+import { FIXTURE_WASM, mintToken, readFixture, startEcho } from "../harness.mjs";
 
-const config = readGatewayConfig();
-const realModule = new WebAssembly.Module(readFileSync(WASM));
+const config = readFixture();
+const realModule = new WebAssembly.Module(readFileSync(FIXTURE_WASM));
+const route = (aud) => config.routes.find((r) => r.aud === aud);
 const now = () => Math.floor(Date.now() / 1000);
 const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now() + 86400, ...claims });
 
@@ -121,7 +122,7 @@ describe("decisions of the real module", () => {
   test("no token: 401 with a challenge and no error code", async () => {
     const res = await gateway.fetch(new Request("http://gw/orders"));
     assert.equal(res.status, 401);
-    assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="gateway"');
+    assert.equal(res.headers.get("www-authenticate"), 'Bearer realm="fixture"');
     assert.equal(res.headers.get("content-type"), "application/json");
     assert.deepEqual(await res.json(), { error_description: "bearer token required" });
   });
@@ -132,7 +133,7 @@ describe("decisions of the real module", () => {
     assert.equal(res.status, 401);
     assert.equal(
       res.headers.get("www-authenticate"),
-      'Bearer realm="gateway", error="invalid_token", error_description="token expired"',
+      'Bearer realm="fixture", error="invalid_token", error_description="token expired"',
     );
     assert.deepEqual(await res.json(), { error: "invalid_token", error_description: "token expired" });
   });
@@ -161,8 +162,7 @@ describe("forwarding", () => {
   let gateway;
   before(async () => {
     echo = await startEcho({ orders: 0 });
-    const orders = config.routes.find((r) => r.aud === "orders").upstream;
-    gateway = new Gateway(realModule, { upstreamOverride: new Map([[orders, echo.addresses.orders]]) });
+    gateway = new Gateway(realModule, { upstreamOverride: new Map([[route("orders").origin, echo.addresses.orders]]) });
   });
   after(() => echo.close());
 
@@ -182,7 +182,7 @@ describe("forwarding", () => {
     const seen = await res.json();
     assert.equal(seen.route, "orders");
     assert.equal(seen.method, "PUT");
-    assert.equal(seen.target, "/orders/42?expand=items&x=%2F");
+    assert.equal(seen.target, `${route("orders").base_path}/orders/42?expand=items&x=%2F`);
     assert.equal(seen.body, "payload");
     assert.equal(seen.authorization, null);
     assert.equal(seen.subject, "alice");
@@ -200,7 +200,7 @@ describe("forwarding", () => {
 
   test("an upstream that is down: 502 with a JSON reason", async () => {
     const down = new Gateway(realModule, {
-      upstreamOverride: new Map([[config.routes[0].upstream, "http://127.0.0.1:1"]]),
+      upstreamOverride: new Map([[config.routes[0].origin, "http://127.0.0.1:1"]]),
     });
     const req = new Request("http://gw/", {
       headers: { authorization: `Bearer ${token({ aud: config.routes[0].aud })}` },

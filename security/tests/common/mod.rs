@@ -9,9 +9,9 @@ use host_sim::contract::Decision as HostDecision;
 use host_sim::engine::{EngineOptions, ModuleSource};
 use host_sim::instance::{Reusable, Runtime};
 
-/// The deployable module, built by `make worker`.
+/// The module built from the test fixture by `make fixture`.
 pub fn module_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dist/gateway.wasm")
+    PathBuf::from(gateway_security::FIXTURE_WASM)
 }
 
 /// Every gateway the corpus runs through: the real module in wasmtime (a
@@ -31,7 +31,7 @@ impl Wasm {
     /// Loads the module; `reuse` keeps one instance for every request.
     pub fn load(reuse: bool) -> Wasm {
         let path = module_path();
-        assert!(path.exists(), "{} is missing: run `make worker` first", path.display());
+        assert!(path.exists(), "{} is missing: run `make fixture` first", path.display());
         // No CPU deadline: a loaded test machine must not turn into a 503.
         let options = EngineOptions { no_deadline: true, ..EngineOptions::default() };
         let runtime = Runtime::load(&options, &ModuleSource::Wasm(path.clone()), 2)
