@@ -9,13 +9,17 @@
 #   4. Node.js: the module through WebAssembly and plain JavaScript
 #   5. cold start: whole processes (hyperfine, /usr/bin/time -v)
 #   6. HTTP: host-sim serve and workerd at fixed rates
-#   7. the report
+#   7. the report (benches/report.md.tmpl filled by `bench-tool report`)
+#
+# A benchmark that fails stops the run with its error; a figure the report
+# needs and the run did not produce fails the report with its name.
 #
 # Environment:
 #   BENCH_WARMUP / BENCH_TIME   criterion warm-up and measurement seconds (1 / 2)
 #   BENCH_HTTP_RATES            requests per second for the HTTP runs ("2000 5000 10000 20000")
 #   BENCH_HTTP_SECONDS          seconds per HTTP run (4)
-#   BENCH_SKIP                  steps to skip, e.g. "http node" (for a quick look only)
+#   BENCH_SKIP                  steps to skip, "http" and/or "node" (a quick look only: the
+#                               report then says so, and their figures read "skipped")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +37,9 @@ started=$(date +%s)
 
 step() { echo; echo "==> [$(( $(date +%s) - started ))s] $*"; }
 skipped() { [[ "$skip" == *" $1 "* ]]; }
+for s in $skip; do
+  [ "$s" = http ] || [ "$s" = node ] || { echo "error: BENCH_SKIP: unknown step '$s' (http, node)" >&2; exit 1; }
+done
 die() { echo "error: $*" >&2; exit 1; }
 
 [ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
@@ -77,6 +84,7 @@ fi
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo none)$(git diff --quiet HEAD -- worker 2>/dev/null || echo ' (worker/ modified)')"
   echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "skipped=${BENCH_SKIP:-}"
 } >"$results/machine.env"
 cat "$results/machine.env"
 
@@ -132,9 +140,15 @@ export CRITERION_HOME="$PWD/$results/criterion"
 crit=(--warm-up-time "$warmup" --measurement-time "$measure" --noplot)
 for bench in native peers wasm; do
   step "2/7 criterion: $bench (cargo bench -p gateway-benches --bench $bench -- ${crit[*]})"
-  cargo bench --quiet -p gateway-benches --bench "$bench" -- "${crit[@]}" 2>&1 \
+  # criterion's output, one line per benchmark (the whole of it in the log);
+  # a failure (a check that panics, a build error) stops the run here.
+  log="$results/criterion-$bench.log"
+  if ! cargo bench --quiet -p gateway-benches --bench "$bench" -- "${crit[@]}" 2>&1 | tee "$log" \
     | awk '/time:/ { $1=$1; if ($1 != "time:") print "  " $0; else print "  " held " " $0; next }
-           /^[a-z_]+\// { held=$1 }' || true
+           /^[a-z_]+\// { held=$1 }'; then
+    tail -n 20 "$log" >&2
+    die "criterion: bench '$bench' failed (whole output: $log)"
+  fi
 done
 
 # ---- 3. per-call latency -------------------------------------------------------
@@ -143,12 +157,10 @@ step "3/7 per-call latency histograms ($tool latency)"
 step "3/7 interleaved A/B comparisons ($tool paired)"
 "$tool" paired "$results/paired.json"
 step "3/7 the host's own bench: host-sim bench --json (JIT, then .cwasm)"
-"$host_sim" compile dist/gateway.wasm -o "$variants/gateway-host.cwasm" >/dev/null 2>&1 \
-  || echo "note: host-sim compile failed; the .cwasm rows are skipped"
-"$host_sim" bench --wasm dist/gateway.wasm --requests 50000 --cold-runs 10 --json >"$results/host-sim-bench-wasm.json" \
-  || echo "note: host-sim bench --wasm failed"
-[ -f "$variants/gateway-host.cwasm" ] && { "$host_sim" bench --cwasm "$variants/gateway-host.cwasm" --requests 50000 \
-  --cold-runs 10 --json >"$results/host-sim-bench-cwasm.json" || echo "note: host-sim bench --cwasm failed"; }
+"$host_sim" compile dist/gateway.wasm -o "$variants/gateway-host.cwasm" >/dev/null
+"$host_sim" bench --wasm dist/gateway.wasm --requests 50000 --cold-runs 10 --json >"$results/host-sim-bench-wasm.json"
+"$host_sim" bench --cwasm "$variants/gateway-host.cwasm" --requests 50000 --cold-runs 10 --json \
+  >"$results/host-sim-bench-cwasm.json"
 
 # ---- 4. Node.js ----------------------------------------------------------------
 "$tool" corpus "$results/corpus.json"
@@ -161,12 +173,13 @@ fi
 step "5/7 cold start: whole processes"
 node -e '
   const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log(JSON.stringify({ request: c.mix[0].head, now: c.now }));' "$results/corpus.json" >"$results/one-request.jsonl"
+  const valid = c.cases.find((r) => r.name === "valid");
+  console.log(JSON.stringify({ request: valid.head, now: c.now }));' "$results/corpus.json" >"$results/one-request.jsonl"
 cold_cmds=(
   "eval_jit_cranelift|$host_sim eval --wasm dist/gateway.wasm"
   "eval_jit_winch|$host_sim eval --wasm dist/gateway.wasm --strategy winch"
 )
-[ -f "$variants/gateway-host.cwasm" ] && cold_cmds+=("eval_cwasm|$host_sim eval --cwasm $variants/gateway-host.cwasm")
+cold_cmds+=("eval_cwasm|$host_sim eval --cwasm $variants/gateway-host.cwasm")
 cold_cmds+=("node_wasm|node benches/node/cold.mjs dist/gateway.wasm")
 cold_cmds+=("node_empty|node -e 0")
 : >"$results/cold-process.txt"

@@ -7,6 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
+use gateway_benches::{BenchGroup, ids};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use worker::arena::Arena;
@@ -15,32 +16,30 @@ use worker::request::TokenBuf;
 use worker::{claims, header, jws, request, response, route, signature};
 
 fn per_request(c: &mut Criterion) {
-    let mix = corpus::mix();
-    corpus::check_native(&mix);
-    let mut group = c.benchmark_group("per_request/native");
+    corpus::check_native();
+    let heads = corpus::inputs(&corpus::mix());
+    let mut group = BenchGroup::new(c, ids::PER_REQUEST_NATIVE);
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
-    let heads: Vec<&[u8]> = mix.iter().map(|case| case.head.as_bytes()).collect();
     let mut i = 0usize;
-    group.bench_function("mix", |b| {
+    group.bench(ids::NATIVE_MIX, |b| {
         b.iter(|| {
-            let head = heads[i % heads.len()];
+            let head = &heads[i % heads.len()];
             i += 1;
             worker::handle(black_box(head), NOW as f64, &COMPILED, &mut scratch).status
         })
     });
-    for case in &mix {
-        group.bench_function(case.name, |b| {
-            b.iter(|| {
-                worker::handle(black_box(case.head.as_bytes()), NOW as f64, &COMPILED, &mut scratch).status
-            })
+    for case in corpus::cases() {
+        let input = corpus::input(&case.head);
+        group.bench(ids::PER_REQUEST_NATIVE.id(corpus::slug(case.kind)), |b| {
+            b.iter(|| worker::handle(black_box(&input), NOW as f64, &COMPILED, &mut scratch).status)
         });
     }
     group.finish();
 }
 
 fn stages(c: &mut Criterion) {
-    let head = corpus::head(Some(&format!("Bearer {}", corpus::valid_token())));
-    let head = head.as_bytes();
+    let valid = corpus::cases().remove(0);
+    let head = valid.head.as_bytes();
     let mut token = TokenBuf::new();
     request::extract_bearer(head, &mut token).unwrap();
     let token_bytes = token.as_bytes().to_vec();
@@ -53,16 +52,16 @@ fn stages(c: &mut Criterion) {
     let tag = jws::decode_signature(parts.signature).unwrap();
     let grant = claims::check(&claims_json, NOW, &COMPILED).unwrap();
 
-    let mut group = c.benchmark_group("stages/native");
-    group.bench_function("1_parse_head", |b| {
+    let mut group = BenchGroup::new(c, ids::STAGES_NATIVE);
+    group.bench(ids::STAGE_PARSE_HEAD, |b| {
         b.iter(|| {
             let mut token = TokenBuf::new();
             request::extract_bearer(black_box(head), &mut token).unwrap();
             token.as_bytes().len()
         })
     });
-    group.bench_function("2_split", |b| b.iter(|| jws::split(black_box(&token_bytes)).unwrap()));
-    group.bench_function("3_base64url", |b| {
+    group.bench(ids::STAGE_SPLIT, |b| b.iter(|| jws::split(black_box(&token_bytes)).unwrap()));
+    group.bench(ids::STAGE_BASE64URL, |b| {
         b.iter(|| {
             let mut region = [0u8; 1024];
             let mut arena = Arena::new(&mut region);
@@ -72,33 +71,43 @@ fn stages(c: &mut Criterion) {
             (h, p, s[0])
         })
     });
-    group.bench_function("4_header_json", |b| {
+    group.bench(ids::STAGE_HEADER_JSON, |b| {
         b.iter(|| header::select_key(black_box(&header_json), COMPILED.keys).unwrap().kid)
     });
-    group.bench_function("5_hmac_sha256", |b| {
+    group.bench(ids::STAGE_HMAC, |b| {
         b.iter(|| signature::verify(key.secret, black_box(parts.signing_input), &tag).unwrap())
     });
-    group.bench_function("6_claims_json_and_route", |b| {
-        b.iter(|| claims::check(black_box(&claims_json), NOW, &COMPILED).unwrap().route.upstream)
+    group.bench(ids::STAGE_CLAIMS, |b| {
+        b.iter(|| claims::check(black_box(&claims_json), NOW, &COMPILED).unwrap().route.origin)
     });
-    group.bench_function("7_route", |b| {
-        b.iter(|| route::lookup(COMPILED.routes, black_box(corpus::routed_audience())).unwrap().upstream)
+    group.bench(ids::STAGE_ROUTE, |b| {
+        b.iter(|| route::lookup(COMPILED.routes, black_box(grant.route.audience)).unwrap().origin)
     });
-    group.bench_function("8_write_decision", |b| {
+    // The forward plan: the target normalized and the fields classified.
+    let mut fields = [httparse::EMPTY_HEADER; request::MAX_HEADERS];
+    let parsed = request::parse(head, &mut fields).unwrap();
+    let context = worker::context::Context { scheme: "http", peer: "127.0.0.1" };
+    group.bench(ids::STAGE_WRITE, |b| {
         b.iter(|| {
+            let mut region = [0u8; worker::target::MAX_TARGET_LEN];
+            let mut arena = Arena::new(&mut region);
+            let target =
+                worker::target::normalize(parsed.method, black_box(parsed.target), &mut arena).unwrap();
             let mut buf = [0u8; response::OUTPUT_CAPACITY];
             let mut out = response::Output::new(&mut buf);
-            response::write_grant(&mut out, black_box(&grant)).unwrap();
+            worker::forward::write_plan(&mut out, black_box(&grant), &parsed, &target, &context, &COMPILED)
+                .unwrap();
             out.written()
         })
     });
-    group.bench_function("all_handle_valid", |b| {
+    let input = corpus::input(&valid.head);
+    group.bench(ids::STAGE_WHOLE, |b| {
         let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
-        b.iter(|| worker::handle(black_box(head), NOW as f64, &COMPILED, &mut scratch).status)
+        b.iter(|| worker::handle(black_box(&input), NOW as f64, &COMPILED, &mut scratch).status)
     });
 
     // The floor: the cryptography alone, on the same bytes.
-    group.bench_function("floor_hmac_sha256", |b| {
+    group.bench(ids::FLOOR_HMAC, |b| {
         b.iter(|| {
             let mut mac = Hmac::<Sha256>::new_from_slice(key.secret).unwrap();
             mac.update(black_box(parts.signing_input));
@@ -108,14 +117,14 @@ fn stages(c: &mut Criterion) {
     // What a precomputed key state (the keyed inner and outer SHA-256 states,
     // built once per key) would save: two of the compression-function calls.
     let keyed = Hmac::<Sha256>::new_from_slice(key.secret).unwrap();
-    group.bench_function("floor_hmac_sha256_prekeyed", |b| {
+    group.bench(ids::FLOOR_HMAC_PREKEYED, |b| {
         b.iter(|| {
             let mut mac = keyed.clone();
             mac.update(black_box(parts.signing_input));
             mac.verify_slice(&tag).unwrap()
         })
     });
-    group.bench_function("floor_sha256_only", |b| b.iter(|| Sha256::digest(black_box(parts.signing_input))));
+    group.bench(ids::FLOOR_SHA256, |b| b.iter(|| Sha256::digest(black_box(parts.signing_input))));
     group.finish();
 }
 

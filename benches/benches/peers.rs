@@ -12,6 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
 use gateway_benches::http::{Client, spawn_microservice};
+use gateway_benches::{BenchGroup, ids};
+use host_sim::tokens;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use worker::arena::Arena;
@@ -51,51 +53,57 @@ fn worker_token(token: &[u8], now: u64) -> Option<&'static str> {
     let tag = jws::decode_signature(parts.signature).ok()?;
     signature::verify(key.secret, parts.signing_input, &tag).ok()?;
     let claims_json = jws::decode(parts.payload, &mut arena).ok()?;
-    claims::check(claims_json, now, &COMPILED).ok().map(|g| g.route.upstream)
+    claims::check(claims_json, now, &COMPILED).ok().map(|g| g.route.origin)
 }
 
 fn jsonwebtoken_per_token(c: &mut Criterion) {
     // jsonwebtoken reads the system clock, so these tokens are minted around
     // it; the worker gets the same clock.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
-    let iss = COMPILED.issuer.unwrap_or("");
-    let claims = |aud: &str, exp: u64| {
-        format!(r#"{{"iss":"{iss}","sub":"alice","aud":"{aud}","iat":{},"exp":{exp}}}"#, now - 60)
+    let config = corpus::config();
+    let (kid, secret) = tokens::first_key(config).unwrap();
+    let audience = &config.routes[0].aud;
+    let token = |exp: u64| {
+        let mut claims = tokens::Claims::new(audience, exp).subject("alice").issued_at(now - 60);
+        if let Some(iss) = &config.issuer {
+            claims = claims.issuer(iss);
+        }
+        tokens::mint(&tokens::Claims::header(kid), &claims.to_json(), secret)
     };
-    let valid = corpus::token(&corpus::header_json(), &claims(corpus::routed_audience(), now + 3600));
-    let expired = corpus::token(&corpus::header_json(), &claims(corpus::routed_audience(), now - 3600));
-    let key = DecodingKey::from_secret(corpus::key().1).unwrap();
+    let valid = token(now + 600);
+    let expired = token(now - 3600);
+    let key = DecodingKey::from_secret(secret).unwrap();
     let validation = validation();
     let jwt = |token: &str| -> Option<&'static str> {
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation).ok()?;
         let _ = data.claims.sub;
-        route::lookup(COMPILED.routes, &data.claims.aud).map(|r| r.upstream)
+        route::lookup(COMPILED.routes, &data.claims.aud).map(|r| r.origin)
     };
     // Both agree before anything is timed.
     assert!(jwt(&valid).is_some() && worker_token(valid.as_bytes(), now).is_some());
     assert!(jwt(&expired).is_none() && worker_token(expired.as_bytes(), now).is_none());
 
-    let mut group = c.benchmark_group("per_token/native");
-    group.bench_function("worker_valid", |b| b.iter(|| worker_token(black_box(valid.as_bytes()), now)));
-    group.bench_function("jsonwebtoken_valid", |b| b.iter(|| jwt(black_box(&valid))));
-    group.bench_function("worker_expired", |b| b.iter(|| worker_token(black_box(expired.as_bytes()), now)));
-    group.bench_function("jsonwebtoken_expired", |b| b.iter(|| jwt(black_box(&expired))));
+    let mut group = BenchGroup::new(c, ids::PER_TOKEN);
+    group.bench(ids::TOKEN_WORKER_VALID, |b| b.iter(|| worker_token(black_box(valid.as_bytes()), now)));
+    group.bench(ids::TOKEN_JWT_VALID, |b| b.iter(|| jwt(black_box(&valid))));
+    group.bench(ids::TOKEN_WORKER_EXPIRED, |b| b.iter(|| worker_token(black_box(expired.as_bytes()), now)));
+    group.bench(ids::TOKEN_JWT_EXPIRED, |b| b.iter(|| jwt(black_box(&expired))));
     group.finish();
 }
 
 fn microservice(c: &mut Criterion) {
-    let mix = corpus::mix();
-    let heads: Vec<&[u8]> = mix.iter().map(|c| c.head.as_bytes()).collect();
+    let heads = corpus::heads(&corpus::mix());
     let addr = spawn_microservice(NOW as f64).unwrap();
     let mut client = Client::connect(addr).unwrap();
-    for case in &mix {
-        assert_eq!(client.round_trip(case.head.as_bytes()).unwrap(), case.status, "{}", case.name);
+    for case in corpus::cases() {
+        let status = client.round_trip(case.head.as_bytes()).unwrap();
+        assert_eq!(status, case.kind.expected_status(), "{}", corpus::slug(case.kind));
     }
-    let mut group = c.benchmark_group("per_request/microservice");
+    let mut group = BenchGroup::new(c, ids::MICROSERVICE);
     let mut i = 0usize;
-    group.bench_function("loopback_keep_alive_mix", |b| {
+    group.bench(ids::MICROSERVICE_MIX, |b| {
         b.iter(|| {
-            let head = heads[i % heads.len()];
+            let head = &heads[i % heads.len()];
             i += 1;
             client.round_trip(black_box(head)).unwrap()
         })
@@ -113,20 +121,21 @@ fn microservice(c: &mut Criterion) {
         })
     };
     let mut i = 0usize;
-    group.bench_function("loopback_keep_alive_mix_spinner", |b| {
+    group.bench(ids::MICROSERVICE_SPINNER, |b| {
         b.iter(|| {
-            let head = heads[i % heads.len()];
+            let head = &heads[i % heads.len()];
             i += 1;
             client.round_trip(black_box(head)).unwrap()
         })
     });
     stop.store(true, Ordering::Relaxed);
     spinner.join().unwrap();
+    let inputs = corpus::inputs(&corpus::mix());
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
     let mut i = 0usize;
-    group.bench_function("in_process_mix", |b| {
+    group.bench(ids::MICROSERVICE_IN_PROCESS, |b| {
         b.iter(|| {
-            let head = heads[i % heads.len()];
+            let head = &inputs[i % inputs.len()];
             i += 1;
             worker::handle(black_box(head), NOW as f64, &COMPILED, &mut scratch).status
         })

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 const line = JSON.parse(readFileSync(0, 'utf8').split('\n')[0]);
 const module = new WebAssembly.Module(readFileSync(process.argv[2]));
 const e = new WebAssembly.Instance(module).exports;
-const head = new TextEncoder().encode(line.request);
-new Uint8Array(e.memory.buffer, e.input_ptr(), head.length).set(head);
-console.log(JSON.stringify({ status: e.handle(head.length, line.now ?? Date.now() / 1000) }));
+// The context line a host writes before the head (worker/ABI.md), then the head.
+const input = new TextEncoder().encode(`http 127.0.0.1\n${line.request}`);
+new Uint8Array(e.memory.buffer, e.input_ptr(), input.length).set(input);
+console.log(JSON.stringify({ status: e.handle(input.length, line.now ?? Date.now() / 1000) }));

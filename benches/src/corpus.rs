@@ -1,118 +1,146 @@
-//! The request corpus: HS256 tokens minted with the compiled-in key and the
-//! request heads that carry them.
+//! The requests every benchmark sends, minted by `host_sim::tokens` with the
+//! first key of the configuration compiled into the worker:
 //!
-//! Two sets are used. The **mix** is what a gateway sees: a valid token,
-//! an expired one, a bad signature, no token, an audience with no route.
-//! The **phases** are requests that stop at successive points of the request
-//! path, so the cost of a phase inside the module is the difference between
-//! two of them (see `docs/PERFORMANCE.md`, "Stage breakdown").
+//! - the **mix**: `host_sim::corpus::Mix` (60% valid tokens, 10% each
+//!   expired, bad signature, no token and unknown audience), drawn with the
+//!   seed and length `host-sim bench` uses; every per-request row cycles
+//!   through it, so every figure quoted for "the mix" is over the same mix;
+//! - the **cases**: one request of each kind, for the per-kind rows;
+//! - the **phases**: requests that stop at successive points of the request
+//!   path, so the cost of a phase inside the module is the difference
+//!   between two of them (`docs/PERFORMANCE.md`, "Where the time goes").
 
-use host_sim::tokens;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gateway_config::GatewayConfig;
+use host_sim::corpus::{Mix, Request, RequestKind, SplitMix64};
+use host_sim::tokens::{self, Claims};
 use serde::Serialize;
 use worker::config::COMPILED;
 
-/// The clock every benchmark passes: Unix seconds, fixed so tokens stay valid.
+/// The clock every in-process benchmark passes: Unix seconds, fixed so the
+/// tokens stay valid.
 pub const NOW: u64 = 1_800_000_000;
 
-/// One request of the corpus.
-#[derive(Debug, Clone, Serialize)]
-pub struct Case {
-    /// A short name, used as the benchmark id.
-    pub name: &'static str,
-    /// The request head (CRLF line ends, blank line included).
-    pub head: String,
-    /// The status the worker answers with.
-    pub status: u16,
-    /// The bearer token, when the head carries one.
-    pub token: Option<String>,
-}
+/// The mix's seed: `host-sim bench`'s default.
+pub const SEED: u64 = 7;
 
-/// The compiled-in key's secret and id.
-pub fn key() -> (&'static str, &'static [u8]) {
-    let key = COMPILED.keys[0];
-    (key.kid, key.secret)
-}
+/// How many requests the mix holds: as many as `host-sim bench` draws.
+pub const MIX_LEN: usize = 4096;
 
-/// HMAC-SHA256 of `input` with `secret`, base64url.
-pub fn sign(secret: &[u8], input: &str) -> String {
-    tokens::sign(secret, input)
-}
+/// The request line's method and target of the phase requests.
+const PHASE_PATH: &str = "/v1/items/42";
 
-/// A compact JWS of `header` and `claims` JSON, signed with the compiled-in key.
-pub fn token(header: &str, claims: &str) -> String {
-    tokens::mint(header, claims, key().1)
-}
+/// A key the gateway does not hold: signatures made with it do not verify.
+const OTHER_KEY: &[u8] = b"not-the-gateway-key-0123456789abcdef";
 
-/// The JOSE header of every corpus token.
-pub fn header_json() -> String {
-    format!(r#"{{"alg":"HS256","typ":"JWT","kid":"{}"}}"#, key().0)
-}
-
-/// A claims set like an identity provider's: issuer, subject, audience,
-/// issued-at and expiry (the token comes to about 230 bytes; the worker's
-/// token buffer holds 256).
-pub fn claims_json(audience: &str, exp: u64) -> String {
-    claims_json_at(NOW, audience, exp)
-}
-
-/// [`claims_json`] issued at `now - 60`.
-pub fn claims_json_at(now: u64, audience: &str, exp: u64) -> String {
-    let iss = COMPILED.issuer.unwrap_or("https://auth.example.com");
-    format!(r#"{{"iss":"{iss}","sub":"alice","aud":"{audience}","iat":{},"exp":{exp}}}"#, now - 60)
-}
-
-/// The audience of the first configured route.
-pub fn routed_audience() -> &'static str {
-    COMPILED.routes[0].audience
-}
-
-/// A request head as a client sends it, with `authorization` when given.
-pub fn head(authorization: Option<&str>) -> String {
-    let mut head = String::from(
-        "GET /v1/orders/42?expand=items HTTP/1.1\r\nHost: api.example.com\r\nUser-Agent: bench/1.0\r\nAccept: application/json\r\n",
-    );
-    if let Some(value) = authorization {
-        head.push_str("Authorization: ");
-        head.push_str(value);
-        head.push_str("\r\n");
+/// The configuration file the worker was built from: `GATEWAY_CONFIG`
+/// (relative to the workspace root) or `gateway.toml`, as `worker/build.rs`
+/// resolves it.
+pub fn config_path() -> PathBuf {
+    let root = crate::host::root();
+    match std::env::var_os("GATEWAY_CONFIG") {
+        Some(p) if !p.is_empty() => {
+            let p = PathBuf::from(p);
+            if p.is_absolute() { p } else { root.join(p) }
+        }
+        _ => root.join("gateway.toml"),
     }
-    head.push_str("\r\n");
-    head
 }
 
-fn case(name: &'static str, token: Option<String>, status: u16) -> Case {
-    let authorization = token.as_ref().map(|t| format!("Bearer {t}"));
-    Case { name, head: head(authorization.as_deref()), status, token }
+/// The worker's configuration, read once. Panics when it is not the one
+/// compiled into the worker (another key, issuer or routes): the tokens
+/// would then be refused and every figure would measure a rejection.
+pub fn config() -> &'static GatewayConfig {
+    static CONFIG: OnceLock<GatewayConfig> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let path = config_path();
+        let config = gateway_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let first = config.keys.first().map(|k| (k.kid.as_str(), k.secret()));
+        let compiled = COMPILED.keys.first().map(|k| (k.kid, k.secret));
+        let audiences: Vec<&str> = config.routes.iter().map(|r| r.aud.as_str()).collect();
+        let compiled_audiences: Vec<&str> = COMPILED.routes.iter().map(|r| r.audience).collect();
+        assert!(
+            first == compiled
+                && config.issuer.as_deref() == COMPILED.issuer
+                && audiences == compiled_audiences,
+            "{} is not the configuration compiled into the worker: build with the same GATEWAY_CONFIG",
+            path.display()
+        );
+        config
+    })
 }
 
-/// A valid token for the first route.
-pub fn valid_token() -> String {
-    token(&header_json(), &claims_json(routed_audience(), NOW + 3600))
+/// The short name of a request kind, used in benchmark ids and JSON keys.
+pub fn slug(kind: RequestKind) -> &'static str {
+    match kind {
+        RequestKind::Valid => "valid",
+        RequestKind::Expired => "expired",
+        RequestKind::BadSignature => "bad_signature",
+        RequestKind::NoToken => "no_token",
+        RequestKind::UnknownAudience => "unknown_audience",
+    }
 }
 
-/// The request mix: what each per-request row runs, in this order.
-pub fn mix() -> Vec<Case> {
+/// The mix, minted for a host whose clock reads `now` (the HTTP runs pass
+/// the real clock, since the servers read it).
+pub fn mix_at(now: u64) -> Vec<Request> {
+    Mix::new(config(), now, SEED).generate(MIX_LEN)
+}
+
+/// The mix at [`NOW`].
+pub fn mix() -> Vec<Request> {
     mix_at(NOW)
 }
 
-/// The request mix for a host whose clock reads `now` (the HTTP runs use
-/// the real clock).
-pub fn mix_at(now: u64) -> Vec<Case> {
-    let claims = |aud: &str, exp: u64| claims_json_at(now, aud, exp);
-    let valid = token(&header_json(), &claims(routed_audience(), now + 3600));
-    let (input, _) = valid.rsplit_once('.').expect("three parts");
-    let forged = format!("{input}.{}", sign(b"some-other-key-0123456789abcdef0123", input));
-    vec![
-        case("valid", Some(valid.clone()), 200),
-        case("expired", Some(token(&header_json(), &claims(routed_audience(), now - 3600))), 401),
-        case("bad_signature", Some(forged), 401),
-        case("no_token", None, 401),
-        case("unknown_audience", Some(token(&header_json(), &claims("nobody", now + 3600))), 401),
-    ]
+/// The mix's request heads, as bytes.
+pub fn heads(mix: &[Request]) -> Vec<Vec<u8>> {
+    mix.iter().map(|r| r.head.clone().into_bytes()).collect()
 }
 
-/// Requests that stop at successive phases of the request path. Each one
-/// runs every phase of the one before it, and then some:
+/// The mix as the native worker reads it: each head after its context line.
+pub fn inputs(mix: &[Request]) -> Vec<Vec<u8>> {
+    mix.iter().map(|r| input(&r.head)).collect()
+}
+
+/// What a host writes into the module for `head` (`worker/ABI.md`): the
+/// context line of a loopback client over plain HTTP, then the head.
+pub fn input(head: &str) -> Vec<u8> {
+    [b"http 127.0.0.1\n".as_slice(), head.as_bytes()].concat()
+}
+
+/// One request of each kind, in the order of `RequestKind::ALL` (valid first).
+pub fn cases() -> Vec<Request> {
+    let mix = Mix::new(config(), NOW, SEED);
+    let mut rng = SplitMix64::new(SEED);
+    RequestKind::ALL.iter().map(|&kind| mix.request(kind, &mut rng)).collect()
+}
+
+/// The bearer token of a head built by `host_sim::tokens::request_head`.
+pub fn bearer(head: &str) -> Option<&str> {
+    head.lines().find_map(|line| line.strip_prefix("Authorization: Bearer "))
+}
+
+/// The valid case's token.
+pub fn valid_token() -> String {
+    let cases = cases();
+    bearer(&cases[0].head).expect("the valid case carries a token").to_owned()
+}
+
+/// A request of the stage breakdown.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    /// Its name, from [`PHASES`].
+    pub name: &'static str,
+    /// The request head.
+    pub head: String,
+    /// The status the worker answers with.
+    pub status: u16,
+}
+
+/// The phase requests' names, in order. Each runs every phase of the one
+/// before it, and then some:
 ///
 /// | request | runs |
 /// |---|---|
@@ -122,34 +150,57 @@ pub fn mix_at(now: u64) -> Vec<Case> {
 /// | `bad_signature` | + the right key, base64url of the signature, HMAC-SHA256 (no match) |
 /// | `unknown_audience` | + base64url and JSON of the claims, time and issuer checks, route lookup (none) |
 /// | `valid` | the same, then a route is found and a grant written instead |
-pub fn phases() -> Vec<Case> {
-    let valid = valid_token();
-    let mut parts = valid.split('.');
-    let (h, p, s) = (parts.next().expect("h"), parts.next().expect("p"), parts.next().expect("s"));
+pub const PHASES: [&str; 6] =
+    ["no_token", "bad_base64", "unknown_kid", "bad_signature", "unknown_audience", "valid"];
+
+/// The phase requests, in the order of [`PHASES`]: the same request line and
+/// fields, only the token differs.
+pub fn phases() -> Vec<Phase> {
+    let config = config();
+    let (kid, key) = tokens::first_key(config).expect("the config has a key");
+    let claims = |aud: &str| {
+        let mut claims = Claims::new(aud, NOW + 600).subject("alice").issued_at(NOW - 60);
+        if let Some(iss) = &config.issuer {
+            claims = claims.issuer(iss);
+        }
+        claims.to_json()
+    };
+    let audience = &config.routes[0].aud;
+    let valid = tokens::mint(&Claims::header(kid), &claims(audience), key);
+    let (input, signature) = valid.rsplit_once('.').expect("a JWS has three parts");
+    let (header, _) = input.split_once('.').expect("a JWS has three parts");
     // A header part of the same length whose last character leaves non-zero
-    // trailing bits: non-canonical base64url, found only at the end.
-    let mut bad_h = h.to_string();
-    bad_h.pop();
-    bad_h.push(if h.len() % 4 == 2 { 'B' } else { 'F' });
-    let unknown_kid =
-        token(r#"{"alg":"HS256","typ":"JWT","kid":"nokey"}"#, &claims_json(routed_audience(), NOW + 3600));
-    let forged = format!("{h}.{p}.{}", sign(b"some-other-key-0123456789abcdef0123", &format!("{h}.{p}")));
-    vec![
-        case("no_token", None, 401),
-        case("bad_base64", Some(format!("{bad_h}.{p}.{s}")), 401),
-        case("unknown_kid", Some(unknown_kid), 401),
-        case("bad_signature", Some(forged), 401),
-        case("unknown_audience", Some(token(&header_json(), &claims_json("nobody", NOW + 3600))), 401),
-        case("valid", Some(valid), 200),
-    ]
+    // trailing bits: non-canonical base64url, found only at its end.
+    let mut bad_header = header.to_owned();
+    bad_header.pop();
+    bad_header.push(if header.len() % 4 == 2 { 'B' } else { 'F' });
+    let bad_base64 = format!("{bad_header}{}.{signature}", &input[header.len()..]);
+    let unknown_kid = tokens::mint(&Claims::header("nokey"), &claims(audience), key);
+    let bad_signature = format!("{input}.{}", tokens::sign(OTHER_KEY, input));
+    let unknown_audience = tokens::mint(&Claims::header(kid), &claims("no-such-audience"), key);
+    let tokens =
+        [None, Some(bad_base64), Some(unknown_kid), Some(bad_signature), Some(unknown_audience), Some(valid)];
+    PHASES
+        .into_iter()
+        .zip(tokens)
+        .map(|(name, token)| Phase {
+            name,
+            head: tokens::request_head("GET", PHASE_PATH, token.as_deref()),
+            status: if name == "valid" { 200 } else { 401 },
+        })
+        .collect()
 }
 
-/// Checks every case against the native worker: the status must match.
-/// Benchmarks call this first so that a wrong corpus fails loudly.
-pub fn check_native(cases: &[Case]) {
+/// Checks the mix, the cases and the phases against the native worker: the
+/// status must be the expected one. Benchmarks call this first, so that a wrong corpus
+/// fails loudly instead of measuring the wrong path.
+pub fn check_native() {
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
-    for case in cases {
-        let answer = worker::handle(case.head.as_bytes(), NOW as f64, &COMPILED, &mut scratch);
-        assert_eq!(answer.status, case.status, "{}: {}", case.name, String::from_utf8_lossy(answer.output));
+    let mut status = |head: &str| worker::handle(&input(head), NOW as f64, &COMPILED, &mut scratch).status;
+    for case in mix().into_iter().chain(cases()) {
+        assert_eq!(status(&case.head), case.kind.expected_status(), "{}", slug(case.kind));
+    }
+    for phase in phases() {
+        assert_eq!(status(&phase.head), phase.status, "phase {}", phase.name);
     }
 }

@@ -127,7 +127,9 @@ fn serve_connection(mut stream: TcpStream, now: f64) -> io::Result<()> {
             }
             buf.extend_from_slice(&chunk[..n]);
         };
-        let answer = worker::handle(&buf[..end], now, &COMPILED, &mut scratch);
+        // The context line a host writes before the head (`worker/ABI.md`).
+        let input = [b"http 127.0.0.1\n".as_slice(), &buf[..end]].concat();
+        let answer = worker::handle(&input, now, &COMPILED, &mut scratch);
         response.clear();
         let _ = write!(
             response,

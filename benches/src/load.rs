@@ -96,7 +96,7 @@ pub fn run(args: &[String]) {
     let interval = Duration::from_secs_f64(connections as f64 / rate);
     // The servers read the real clock, so the tokens are minted around it.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let heads: Vec<Vec<u8>> = corpus::mix_at(now).into_iter().map(|c| c.head.into_bytes()).collect();
+    let heads = corpus::heads(&corpus::mix_at(now));
     let start = Instant::now() + Duration::from_millis(50);
     let until = start + Duration::from_secs_f64(seconds);
     let threads: Vec<_> = (0..connections)

@@ -15,8 +15,10 @@ mod paired;
 mod report;
 
 use gateway_benches::corpus::{self, NOW};
+use gateway_benches::host::Setup;
 use gateway_benches::latency::{Series, record};
-use gateway_benches::wasm::{self, Compiler, Setup};
+use host_sim::engine::Isolation;
+use host_sim::instance::Reusable;
 use worker::config::COMPILED;
 
 fn usage() -> ! {
@@ -34,80 +36,83 @@ fn main() {
         Some("latency") => latency(&arg(1)),
         Some("load") => load::run(&args[1..]),
         Some("paired") => paired::run(&arg(1)),
-        Some("report") => report::write(&arg(1), &arg(2)),
+        Some("report") => std::process::exit(report::run(&arg(1), &arg(2))),
         _ => usage(),
     }
 }
 
+/// The corpus as JSON for `benches/node/bench.mjs` and `benches/run.sh`:
+/// the config, the mix, one case per kind (with its token) and the phases.
 fn write_corpus(path: &str) {
-    let (kid, secret) = corpus::key();
+    corpus::check_native();
+    let (kid, secret) = host_sim::tokens::first_key(corpus::config()).expect("a key");
+    let request = |r: &host_sim::corpus::Request| {
+        serde_json::json!({
+            "name": corpus::slug(r.kind),
+            "head": r.head,
+            "status": r.kind.expected_status(),
+            "token": corpus::bearer(&r.head),
+        })
+    };
     let json = serde_json::json!({
         "now": NOW,
+        "seed": corpus::SEED,
         "kid": kid,
         "secret_hex": secret.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         "issuer": COMPILED.issuer,
         "leeway": COMPILED.leeway_secs,
         "realm": COMPILED.realm,
         "routes": COMPILED.routes.iter().map(|r| serde_json::json!({"aud": r.audience, "upstream": format!("{}{}", r.origin, r.base_path)})).collect::<Vec<_>>(),
-        "mix": corpus::mix(),
+        "mix": corpus::mix().iter().map(request).collect::<Vec<_>>(),
+        "cases": corpus::cases().iter().map(request).collect::<Vec<_>>(),
         "phases": corpus::phases(),
     });
-    std::fs::write(path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(&json).expect("JSON")).expect("write the corpus");
     eprintln!("wrote {path}");
 }
 
 fn latency(path: &str) {
     const CALLS: usize = 200_000;
     const FRESH_CALLS: usize = 50_000;
-    let mix = corpus::mix();
-    corpus::check_native(&mix);
-    let heads: Vec<&[u8]> = mix.iter().map(|c| c.head.as_bytes()).collect();
+    corpus::check_native();
+    let heads = corpus::heads(&corpus::mix());
     let now = NOW as f64;
     let mut out = Vec::new();
     let group = "per_request";
 
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
     let h = record(10_000, CALLS, |i| {
-        std::hint::black_box(worker::handle(heads[i % heads.len()], now, &COMPILED, &mut scratch).status);
+        std::hint::black_box(worker::handle(&heads[i % heads.len()], now, &COMPILED, &mut scratch).status);
     });
     out.push(Series::of(group, "native rlib", &h));
     eprintln!("  native done");
 
-    let bytes = wasm::read(wasm::MODULE);
-    for (name, setup) in [
-        ("wasm reuse, epoch", Setup::HOST),
-        ("wasm reuse, no epoch", Setup { epoch: false, ..Setup::HOST }),
-        ("wasm reuse, Winch", Setup { compiler: Compiler::Winch, ..Setup::HOST }),
+    for (name, setup, isolation, warmup, calls) in [
+        ("wasmtime reuse, deadline", Setup::Deadline, Isolation::Reuse, 10_000, CALLS),
+        ("wasmtime reuse, no deadline", Setup::NoDeadline, Isolation::Reuse, 10_000, CALLS),
+        ("wasmtime reuse, Winch", Setup::Winch, Isolation::Reuse, 10_000, CALLS),
+        ("wasmtime fresh, deadline", Setup::Deadline, Isolation::Fresh, 2_000, FRESH_CALLS),
+        ("wasmtime fresh, no deadline", Setup::NoDeadline, Isolation::Fresh, 2_000, FRESH_CALLS),
+        ("wasmtime fresh, on-demand allocator", Setup::OnDemand, Isolation::Fresh, 2_000, FRESH_CALLS),
     ] {
-        let prepared = wasm::prepare(setup, &bytes);
-        let mut instance = prepared.instantiate();
-        let h = record(10_000, CALLS, |i| {
-            std::hint::black_box(instance.handle(heads[i % heads.len()], now));
-        });
-        out.push(Series::of(group, name, &h));
-        eprintln!("  {name} done");
-    }
-    for (name, setup) in [
-        ("wasm fresh, pooling, epoch", Setup::HOST),
-        ("wasm fresh, pooling, no epoch", Setup { epoch: false, ..Setup::HOST }),
-        ("wasm fresh, on-demand, epoch", Setup { pooling: false, ..Setup::HOST }),
-    ] {
-        let prepared = wasm::prepare(setup, &bytes);
-        let h = record(2_000, FRESH_CALLS, |i| {
-            std::hint::black_box(prepared.fresh(heads[i % heads.len()], now));
+        let runtime = setup.load();
+        let mut reusable = Reusable::default();
+        let h = record(warmup, calls, |i| {
+            let _ =
+                std::hint::black_box(runtime.decide(isolation, &mut reusable, &heads[i % heads.len()], now));
         });
         out.push(Series::of(group, name, &h));
         eprintln!("  {name} done");
     }
 
-    let addr = gateway_benches::http::spawn_microservice(now).unwrap();
-    let mut client = gateway_benches::http::Client::connect(addr).unwrap();
+    let addr = gateway_benches::http::spawn_microservice(now).expect("microservice");
+    let mut client = gateway_benches::http::Client::connect(addr).expect("connect");
     let h = record(2_000, FRESH_CALLS, |i| {
-        std::hint::black_box(client.round_trip(heads[i % heads.len()]).unwrap());
+        std::hint::black_box(client.round_trip(&heads[i % heads.len()]).expect("round trip"));
     });
     out.push(Series::of(group, "microservice, loopback keep-alive", &h));
     eprintln!("  microservice done");
 
-    std::fs::write(path, serde_json::to_string_pretty(&out).unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(&out).expect("JSON")).expect("write");
     eprintln!("wrote {path}");
 }

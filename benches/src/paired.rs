@@ -9,20 +9,24 @@
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::path::Path;
 use std::time::Instant;
 
 use gateway_benches::corpus::{self, NOW};
-use gateway_benches::wasm::{self, Compiler, Prepared, Setup};
+use gateway_benches::host::{self, Setup};
+use gateway_benches::ids::{self, Group, Id};
 use hmac::{Hmac, KeyInit, Mac};
+use host_sim::instance::{Reusable, Runtime};
 use sha2::Sha256;
 
-type Contender<'a> = (&'static str, Box<dyn FnMut(usize) + 'a>);
+type Contender<'a> = (Id, Box<dyn FnMut(usize) + 'a>);
 
 const ROUNDS: usize = 301;
 const BATCH_NS: f64 = 1e6;
 
-/// Median ns per call of each contender, measured round-robin.
-fn compare(group: &str, mut contenders: Vec<Contender<'_>>) -> BTreeMap<String, f64> {
+/// The lower quartile of each contender's batch means, ns per call, measured
+/// round-robin; recorded in `out` under the contender's id.
+fn compare(out: &mut BTreeMap<String, f64>, mut contenders: Vec<Contender<'_>>) {
     // Calibrate each contender's batch to about 5 ms.
     let mut sizes = Vec::new();
     for (_, f) in contenders.iter_mut() {
@@ -64,213 +68,168 @@ fn compare(group: &str, mut contenders: Vec<Contender<'_>>) -> BTreeMap<String, 
             samples[k].push(start.elapsed().as_nanos() as f64 / n as f64);
         }
     }
-    let mut out = BTreeMap::new();
-    for ((name, _), mut s) in contenders.into_iter().zip(samples) {
+    for ((id, _), mut s) in contenders.into_iter().zip(samples) {
         s.sort_by(f64::total_cmp);
         // The lower quartile: a batch that another process preempted is
         // slower, never faster, so the low side is the undisturbed cost.
         let quartile = s[s.len() / 4];
-        eprintln!("  {group}/{name}: {quartile:.0} ns");
-        out.insert(name.to_string(), quartile);
+        eprintln!("  {}: {quartile:.0} ns", id.full());
+        out.insert(id.full(), quartile);
     }
-    out
 }
 
-fn reuse<'a>(name: &'static str, p: &'a Prepared, heads: &'a [Vec<u8>]) -> Contender<'a> {
-    let mut instance = p.instantiate();
+fn reuse<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
+    let mut reusable = Reusable::default();
     (
-        name,
+        id,
         Box::new(move |i| {
-            black_box(instance.handle(&heads[i % heads.len()], NOW as f64));
+            let _ = black_box(runtime.decide_reused(&mut reusable, &heads[i % heads.len()], NOW as f64));
         }),
     )
 }
 
-fn fresh<'a>(name: &'static str, p: &'a Prepared, heads: &'a [Vec<u8>]) -> Contender<'a> {
+fn fresh<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
     (
-        name,
+        id,
         Box::new(move |i| {
-            black_box(p.fresh(&heads[i % heads.len()], NOW as f64));
+            let _ = black_box(runtime.decide_fresh(&heads[i % heads.len()], NOW as f64));
         }),
     )
 }
 
-/// Runs every comparison and writes `{group: {contender: ns}}` to `path`.
+/// The setups compared in the reuse and fresh groups.
+fn setups(group: Group) -> Vec<(Id, Setup)> {
+    let mut setups = vec![
+        (group.id(ids::JIT_DEADLINE), Setup::Deadline),
+        (group.id(ids::JIT_NO_DEADLINE), Setup::NoDeadline),
+        (group.id(ids::CWASM_DEADLINE), Setup::Cwasm),
+    ];
+    if group == ids::PAIRED_REUSE {
+        setups.push((group.id(ids::WINCH_DEADLINE), Setup::Winch));
+    }
+    setups
+}
+
+/// Runs every comparison and writes `{id: ns}` to `path`.
 pub fn run(path: &str) {
-    let heads: Vec<Vec<u8>> = corpus::mix().into_iter().map(|c| c.head.into_bytes()).collect();
-    let bytes = wasm::read(wasm::MODULE);
-    let mut all: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    corpus::check_native();
+    let heads = corpus::heads(&corpus::mix());
+    let mut all = BTreeMap::new();
 
-    // JIT vs .cwasm, epoch vs none: one engine per setting.
-    let epoch = wasm::prepare(Setup::HOST, &bytes);
-    let no_epoch = wasm::prepare(Setup { epoch: false, ..Setup::HOST }, &bytes);
-    let engine = wasm::engine(Setup::HOST);
-    let cwasm_path = wasm::root().join("target/bench-variants/gateway-paired.cwasm");
-    wasm::precompile(&engine, &bytes, &cwasm_path);
-    let cwasm = Prepared::new(&engine, &wasm::deserialize_file(&engine, &cwasm_path), true);
-    let winch = wasm::prepare(Setup { compiler: Compiler::Winch, ..Setup::HOST }, &bytes);
-    all.insert(
-        "reuse".into(),
-        compare(
-            "reuse",
-            vec![
-                reuse("jit_epoch", &epoch, &heads),
-                reuse("jit_no_epoch", &no_epoch, &heads),
-                reuse("cwasm_epoch", &cwasm, &heads),
-                reuse("winch_epoch", &winch, &heads),
-            ],
-        ),
-    );
-    all.insert(
-        "fresh".into(),
-        compare(
-            "fresh",
-            vec![
-                fresh("jit_epoch", &epoch, &heads),
-                fresh("jit_no_epoch", &no_epoch, &heads),
-                fresh("cwasm_epoch", &cwasm, &heads),
-            ],
-        ),
-    );
-
-    // The shipped host's runtime, deadline on and off.
-    {
-        use host_sim::engine::{EngineOptions, Isolation, ModuleSource};
-        use host_sim::instance::{Reusable, Runtime};
-        let source = ModuleSource::Wasm(wasm::root().join(wasm::MODULE));
-        let on = Runtime::load(&EngineOptions::default(), &source, 4).expect("host-sim runtime");
-        let off = Runtime::load(&EngineOptions { no_deadline: true, ..EngineOptions::default() }, &source, 4)
-            .expect("host-sim runtime");
-        for (group, isolation) in [("host_sim_reuse", Isolation::Reuse), ("host_sim_fresh", Isolation::Fresh)]
-        {
-            let contenders: Vec<Contender<'_>> = [("deadline", &on), ("no_deadline", &off)]
-                .into_iter()
-                .map(|(name, runtime)| {
-                    let mut reusable = Reusable::default();
-                    let heads = &heads;
-                    let f: Box<dyn FnMut(usize) + '_> = Box::new(move |i| {
-                        let _ = black_box(runtime.decide(
-                            isolation,
-                            &mut reusable,
-                            &heads[i % heads.len()],
-                            NOW as f64,
-                        ));
-                    });
-                    (name, f)
-                })
-                .collect();
-            all.insert(group.into(), compare(group, contenders));
-        }
+    // The host's defaults against one setting changed; one runtime each.
+    for group in [ids::PAIRED_REUSE, ids::PAIRED_FRESH] {
+        let runtimes: Vec<(Id, Runtime)> = setups(group).into_iter().map(|(id, s)| (id, s.load())).collect();
+        let contenders = runtimes
+            .iter()
+            .map(|(id, runtime)| {
+                if group == ids::PAIRED_REUSE {
+                    reuse(*id, runtime, &heads)
+                } else {
+                    fresh(*id, runtime, &heads)
+                }
+            })
+            .collect();
+        compare(&mut all, contenders);
     }
 
     // The size-table variants (built by benches/run.sh), all in one comparison.
-    let dir = wasm::root().join("target/bench-variants");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    let built: Vec<(&'static str, Prepared)> = files
+    let variant_path = |name: &str| host::variants_path(&format!("{name}.wasm"));
+    let variants: Vec<(&'static str, Runtime)> = ids::VARIANTS
         .iter()
-        .map(|file| {
-            let name: &'static str = file.file_stem().expect("stem").to_string_lossy().into_owned().leak();
-            let bytes = std::fs::read(file).expect("variant");
-            (name, wasm::prepare(Setup { epoch: false, ..Setup::HOST }, &bytes))
-        })
+        .map(|v| (v.name, Setup::NoDeadline.load_module(&existing(&variant_path(v.name)))))
         .collect();
-    if !built.is_empty() {
-        let contenders = built.iter().map(|(n, p)| reuse(n, p, &heads)).collect();
-        all.insert("variants_reuse".into(), compare("variants_reuse", contenders));
-        let contenders = built.iter().map(|(n, p)| fresh(n, p, &heads)).collect();
-        all.insert("variants_fresh".into(), compare("variants_fresh", contenders));
-    }
+    let contenders =
+        variants.iter().map(|(name, rt)| reuse(ids::PAIRED_VARIANTS_REUSE.id(name), rt, &heads)).collect();
+    compare(&mut all, contenders);
+    let contenders =
+        variants.iter().map(|(name, rt)| fresh(ids::PAIRED_VARIANTS_FRESH.id(name), rt, &heads)).collect();
+    compare(&mut all, contenders);
+    drop(variants);
+
     // The epoch check sits on loop back-edges: does sha2's compact (looped)
     // backend pay more for it than the unrolled one?
-    let a3 = dir.join("a3-compact-oz.wasm");
-    let b3 = dir.join("b3-default-oz.wasm");
-    if a3.exists() && b3.exists() {
-        let (a3, b3) = (std::fs::read(a3).expect("a3"), std::fs::read(b3).expect("b3"));
-        let a3_on = wasm::prepare(Setup::HOST, &a3);
-        let a3_off = wasm::prepare(Setup { epoch: false, ..Setup::HOST }, &a3);
-        let b3_on = wasm::prepare(Setup::HOST, &b3);
-        let b3_off = wasm::prepare(Setup { epoch: false, ..Setup::HOST }, &b3);
-        all.insert(
-            "epoch_by_sha2".into(),
-            compare(
-                "epoch_by_sha2",
-                vec![
-                    reuse("compact_epoch", &a3_on, &heads),
-                    reuse("compact_no_epoch", &a3_off, &heads),
-                    reuse("default_epoch", &b3_on, &heads),
-                    reuse("default_no_epoch", &b3_off, &heads),
-                ],
-            ),
-        );
-    }
+    let compact = existing(&variant_path(ids::SHIPPED_VARIANT));
+    let unrolled = existing(&variant_path("b3-default-oz"));
+    let by_sha2 = [
+        (ids::SHA2_COMPACT_DEADLINE, Setup::Deadline.load_module(&compact)),
+        (ids::SHA2_COMPACT_NO_DEADLINE, Setup::NoDeadline.load_module(&compact)),
+        (ids::SHA2_DEFAULT_DEADLINE, Setup::Deadline.load_module(&unrolled)),
+        (ids::SHA2_DEFAULT_NO_DEADLINE, Setup::NoDeadline.load_module(&unrolled)),
+    ];
+    compare(&mut all, by_sha2.iter().map(|(id, rt)| reuse(*id, rt, &heads)).collect());
+    drop(by_sha2);
 
-    // The speed-up kernels in wasm.
-    if let Ok(kernel) = std::fs::read(wasm::root().join("target/bench-variants/wasm_kernels.wasm.kernel")) {
-        let engine = wasm::engine(Setup { epoch: false, ..Setup::HOST });
-        let module = wasm::compile(&engine, &kernel);
-        let token = corpus::valid_token();
-        let signing_input = token[..token.rfind('.').expect("dots")].to_string();
-        for (group, a, b, input) in [
-            ("kernels_hmac", "hmac_worker", "hmac_prekeyed", signing_input.clone()),
-            ("kernels_split", "split_worker", "split_table", token.clone()),
-        ] {
-            let mut contenders: Vec<Contender<'_>> = Vec::new();
-            for export in [a, b] {
-                let mut store = wasmtime::Store::new(&engine, ());
-                let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("kernel instance");
-                let memory = instance.get_memory(&mut store, "memory").expect("memory");
-                let ptr = instance.get_typed_func::<(), i32>(&mut store, "buf_ptr").expect("buf_ptr");
-                let ptr = ptr.call(&mut store, ()).expect("buf_ptr") as usize;
-                memory.write(&mut store, ptr, input.as_bytes()).expect("write");
-                let f = instance.get_typed_func::<i32, i32>(&mut store, export).expect("export");
-                let len = input.len() as i32;
-                contenders.push((
-                    export,
-                    Box::new(move |_| {
-                        let _ = black_box(f.call(&mut store, black_box(len)));
-                    }),
-                ));
-            }
-            all.insert(group.into(), compare(group, contenders));
+    kernels(&mut all);
+    native_hmac(&mut all);
+
+    std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
+    eprintln!("wrote {path}");
+}
+
+/// `path`, which `benches/run.sh` step 1 must have built.
+fn existing(path: &Path) -> std::path::PathBuf {
+    assert!(path.exists(), "{} is missing: `benches/run.sh` step 1 builds it", path.display());
+    path.to_owned()
+}
+
+/// The speed-up kernels (`benches/wasm-kernels`) in wasm: not a gateway
+/// module, so instantiated directly in an engine the host builds.
+fn kernels(all: &mut BTreeMap<String, f64>) {
+    let path = existing(&host::variants_path("wasm_kernels.wasm.kernel"));
+    let options = Setup::NoDeadline.options();
+    let engine = host_sim::engine::build(&options, 4).expect("engine");
+    let bytes = std::fs::read(&path).expect("kernel module");
+    let module = host_sim::engine::compile(&engine, &bytes, &path).expect("kernel module compiles");
+    let token = corpus::valid_token();
+    let signing_input = token[..token.rfind('.').expect("dots")].to_string();
+    for (a, b, input) in [
+        (ids::KERNEL_HMAC_WORKER, ids::KERNEL_HMAC_PREKEYED, signing_input),
+        (ids::KERNEL_SPLIT_WORKER, ids::KERNEL_SPLIT_TABLE, token.clone()),
+    ] {
+        let mut contenders: Vec<Contender<'_>> = Vec::new();
+        for id in [a, b] {
+            let mut store = wasmtime::Store::new(&engine, ());
+            let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("kernel instance");
+            let memory = instance.get_memory(&mut store, "memory").expect("memory");
+            let ptr = instance.get_typed_func::<(), i32>(&mut store, "buf_ptr").expect("buf_ptr");
+            let ptr = ptr.call(&mut store, ()).expect("buf_ptr") as usize;
+            memory.write(&mut store, ptr, input.as_bytes()).expect("write");
+            let f = instance.get_typed_func::<i32, i32>(&mut store, id.name).expect("export");
+            let len = input.len() as i32;
+            contenders.push((
+                id,
+                Box::new(move |_| {
+                    let _ = black_box(f.call(&mut store, black_box(len)));
+                }),
+            ));
         }
+        compare(all, contenders);
     }
+}
 
-    // The same HMAC idea natively.
-    let key = corpus::key().1;
+/// The same HMAC idea natively.
+fn native_hmac(all: &mut BTreeMap<String, f64>) {
+    let (_, key) = host_sim::tokens::first_key(corpus::config()).expect("a key");
     let token = corpus::valid_token();
     let input = token.as_bytes()[..token.rfind('.').expect("dots")].to_vec();
     let keyed = Hmac::<Sha256>::new_from_slice(key).expect("key");
-    all.insert(
-        "native_hmac".into(),
-        compare(
-            "native_hmac",
-            vec![
-                (
-                    "hmac_worker",
-                    Box::new(|_| {
-                        let _ = black_box(worker::signature::verify(key, black_box(&input), &[0u8; 32]));
-                    }),
-                ),
-                (
-                    "hmac_prekeyed",
-                    Box::new(|_| {
-                        let mut mac = keyed.clone();
-                        mac.update(black_box(&input));
-                        let _ = black_box(mac.verify_slice(&[0u8; 32]));
-                    }),
-                ),
-            ],
-        ),
+    compare(
+        all,
+        vec![
+            (
+                ids::NATIVE_HMAC_WORKER,
+                Box::new(|_| {
+                    let _ = black_box(worker::signature::verify(key, black_box(&input), &[0u8; 32]));
+                }),
+            ),
+            (
+                ids::NATIVE_HMAC_PREKEYED,
+                Box::new(|_| {
+                    let mut mac = keyed.clone();
+                    mac.update(black_box(&input));
+                    let _ = black_box(mac.verify_slice(&[0u8; 32]));
+                }),
+            ),
+        ],
     );
-    std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
-    eprintln!("wrote {path}");
 }

@@ -87,6 +87,11 @@ pub struct EngineOptions {
     /// Instance isolation: a fresh instance per request, or one reused per thread.
     #[arg(long, value_enum, default_value_t = Isolation::Fresh)]
     pub isolation: Isolation,
+
+    /// Wasmtime's on-demand allocator instead of the pool (an mmap per
+    /// instance): only for measuring what the pool saves, so no flag.
+    #[arg(skip)]
+    pub on_demand: bool,
 }
 
 impl Default for EngineOptions {
@@ -98,6 +103,7 @@ impl Default for EngineOptions {
             no_deadline: false,
             max_wasm_stack: DEFAULT_MAX_WASM_STACK as u64,
             isolation: Isolation::Fresh,
+            on_demand: false,
         }
     }
 }
@@ -247,7 +253,11 @@ pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
     pool.table_keep_resident(16 << 10); // 16 KiB
     // Reuse the most recently used slot (warm caches, pages already mapped).
     pool.max_unused_warm_slots(slots);
-    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.allocation_strategy(if options.on_demand {
+        InstanceAllocationStrategy::OnDemand
+    } else {
+        InstanceAllocationStrategy::Pooling(pool)
+    });
 
     Engine::new(&config).map_err(|e| LoadError::Engine(one_line(&e)))
 }

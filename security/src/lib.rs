@@ -49,7 +49,11 @@ pub fn config() -> &'static Config<'static> {
         let routes: Vec<Route<'static>> = loaded
             .routes
             .iter()
-            .map(|r| Route { audience: leak(&r.aud), origin: leak(r.origin()), base_path: leak(r.base_path()) })
+            .map(|r| Route {
+                audience: leak(&r.aud),
+                origin: leak(r.origin()),
+                base_path: leak(r.base_path()),
+            })
             .collect();
         Config {
             realm: leak(&loaded.realm),

@@ -379,9 +379,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "escaped iss",
-        bearer(&with_claims(&format!(
-            r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#
-        ))),
+        bearer(&with_claims(&format!(r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#))),
         Reject(WrongIssuer),
     );
     add(

@@ -78,7 +78,9 @@ fn start() -> Option<Server> {
     if !bin.exists() || !module.exists() {
         let required = std::env::var_os("REQUIRE_HOST_SIM").is_some_and(|v| v == "1");
         assert!(!required, "{} or {} is missing", bin.display(), module.display());
-        eprintln!("skipped: build target/release/host-sim and target/fixture/gateway.wasm (make fixture) to run these tests");
+        eprintln!(
+            "skipped: build target/release/host-sim and target/fixture/gateway.wasm (make fixture) to run these tests"
+        );
         return None;
     }
     let (heads, forwarded) = std::sync::mpsc::channel();

@@ -44,7 +44,10 @@ fn main() -> ExitCode {
     }
     let Some(out) = json_out else { return ExitCode::SUCCESS };
     if !config.keys.iter().all(|k| k.is_demo()) {
-        eprintln!("error: {}: --fixture-json writes key material, so every key must be an inline demo key", path.display());
+        eprintln!(
+            "error: {}: --fixture-json writes key material, so every key must be an inline demo key",
+            path.display()
+        );
         return ExitCode::FAILURE;
     }
     match std::fs::write(&out, fixture_json(&config)) {
