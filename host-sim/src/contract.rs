@@ -203,6 +203,9 @@ fn parse_plan(text: &str) -> Result<Plan, GuestError> {
 /// Parses the route table the `routes` export writes: `<audience> <upstream>` per line.
 pub fn parse_routes(output: &[u8]) -> Result<Vec<(String, String)>, GuestError> {
     let text = std::str::from_utf8(output).map_err(|_| GuestError::BadOutput("routes not UTF-8"))?;
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
     text.split('\n')
         .map(|line| {
             line.split_once(' ')

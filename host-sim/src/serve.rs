@@ -166,9 +166,11 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Err(e) => return fail(e.to_string()),
     };
     // Audiences in overrides are resolved with the module's own route table.
-    let routes = match runtime.routes() {
-        Ok(routes) => routes,
-        Err(e) => return fail(format!("cannot read the module's routes: {e}")),
+    let names_an_audience = args.upstream_override.iter().any(|o| !o.starts_with("http"));
+    let routes = match names_an_audience.then(|| runtime.routes()) {
+        None => Vec::new(),
+        Some(Ok(routes)) => routes,
+        Some(Err(e)) => return fail(format!("cannot read the module's routes: {e}")),
     };
     let overrides = match parse_overrides(&args.upstream_override, &routes) {
         Ok(o) => o,

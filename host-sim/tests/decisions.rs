@@ -1,4 +1,4 @@
-//! Decisions of the real `dist/gateway.wasm` for every rejection the module
+//! Decisions of the real module (built from the test fixture) for every rejection the module
 //! can give with the compiled-in config, and for forwards: through the
 //! exports in wasmtime (both isolation modes) and through `host-sim eval`.
 #![allow(clippy::unwrap_used)]
@@ -38,7 +38,7 @@ fn cases() -> Vec<Case> {
     let config = common::config();
     let key = config.keys[0].secret().to_vec();
     let iss = config.issuer.clone().unwrap();
-    let header = Claims::header("demo");
+    let header = Claims::header("fixture");
     let exp = NOW + 600;
     let claims = |aud: &str| Claims::new(aud, exp).issuer(&iss).subject("alice").to_json();
     let tok = |h: &str, c: &str| mint(h, c, &key);
@@ -57,19 +57,25 @@ fn cases() -> Vec<Case> {
             name: "valid orders",
             head: req(&good),
             now,
-            expect: Expect::Forward { upstream: "http://127.0.0.1:9101/v1/orders?x=1", sub: Some("alice") },
+            expect: Expect::Forward {
+                upstream: "http://127.0.0.1:9201/orders-svc/v1/orders?x=1",
+                sub: Some("alice"),
+            },
         },
         Case {
             name: "valid billing, no sub",
             head: req(&raw(Claims::new("billing", exp).issuer(&iss).to_json())),
             now,
-            expect: Expect::Forward { upstream: "http://127.0.0.1:9102/v1/orders?x=1", sub: None },
+            expect: Expect::Forward {
+                upstream: "http://127.0.0.1:9201/billing-svc/v1/orders?x=1",
+                sub: None,
+            },
         },
         Case {
             name: "valid users, within leeway",
             head: req(&raw(Claims::new("users", NOW - 10).issuer(&iss).subject("bob").to_json())),
             now,
-            expect: Expect::Forward { upstream: "http://127.0.0.1:9103/v1/orders?x=1", sub: Some("bob") },
+            expect: Expect::Forward { upstream: "http://127.0.0.1:9202/v1/orders?x=1", sub: Some("bob") },
         },
         reject("garbage head", "NOT HTTP\r\n\r\n".into(), Rejection::MalformedRequest),
         reject("truncated head", req(&good).replace("\r\n\r\n", "\r\n"), Rejection::IncompleteRequest),
@@ -114,17 +120,17 @@ fn cases() -> Vec<Case> {
         ),
         reject(
             "alg HS512",
-            req(&tok(r#"{"alg":"HS512","kid":"demo"}"#, &claims("orders"))),
+            req(&tok(r#"{"alg":"HS512","kid":"fixture"}"#, &claims("orders"))),
             Rejection::UnsupportedAlgorithm,
         ),
         reject(
             "typ JOSE",
-            req(&tok(r#"{"alg":"HS256","typ":"JOSE","kid":"demo"}"#, &claims("orders"))),
+            req(&tok(r#"{"alg":"HS256","typ":"JOSE","kid":"fixture"}"#, &claims("orders"))),
             Rejection::UnsupportedType,
         ),
         reject(
             "crit",
-            req(&tok(r#"{"alg":"HS256","kid":"demo","crit":["b64"]}"#, &claims("orders"))),
+            req(&tok(r#"{"alg":"HS256","kid":"fixture","crit":["b64"]}"#, &claims("orders"))),
             Rejection::CriticalHeader,
         ),
         reject(
@@ -220,7 +226,7 @@ fn check(case: &Case, decision: &Decision) {
             match r.status() {
                 500 => assert_eq!(got.www_authenticate, None, "{}", case.name),
                 _ => assert!(
-                    got.www_authenticate.as_deref().unwrap().starts_with("Bearer realm=\"gateway\""),
+                    got.www_authenticate.as_deref().unwrap().starts_with("Bearer realm=\"fixture\""),
                     "{}",
                     case.name
                 ),
@@ -269,7 +275,7 @@ fn the_request_mix_gets_the_expected_answers() {
 
 #[test]
 fn eval_binary_answers_every_case_in_order() {
-    // The binary reads dist/gateway.wasm by default: fail clearly if it is missing.
+    // Fail clearly if the fixture module is missing.
     common::gateway_wasm();
     let cases = cases();
     let mut input = String::new();
@@ -282,7 +288,8 @@ fn eval_binary_answers_every_case_in_order() {
     input.push('\n');
     for isolation in ["fresh", "reuse"] {
         let mut child = common::bin()
-            .args(["eval", "--isolation", isolation, "--now", &NOW.to_string()])
+            .args(["eval", "--isolation", isolation, "--now", &NOW.to_string(), "--wasm"])
+            .arg(common::gateway_wasm())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -325,7 +332,13 @@ fn eval_binary_answers_every_case_in_order() {
 fn token_command_mints_tokens_the_module_accepts() {
     common::gateway_wasm();
     let mint = |args: &[&str]| {
-        let out = common::bin().arg("token").args(args).output().unwrap();
+        let out = common::bin()
+            .arg("token")
+            .arg("--config")
+            .arg(common::fixture_toml())
+            .args(args)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
@@ -334,7 +347,7 @@ fn token_command_mints_tokens_the_module_accepts() {
     let valid = mint(&["--aud", "users", "--sub", "carol"]);
     let decision = runtime.decide_fresh(req(&valid).as_bytes(), now).unwrap();
     let Decision::Forward(plan) = decision else { panic!("valid token refused: {decision:?}") };
-    assert_eq!((plan.origin.as_str(), plan.subject()), ("http://127.0.0.1:9103", Some("carol")));
+    assert_eq!((plan.origin.as_str(), plan.subject()), ("http://127.0.0.1:9202", Some("carol")));
     let expired = mint(&["--aud", "users", "--exp-in", "-3600"]);
     let Decision::Reject(r) = runtime.decide_fresh(req(&expired).as_bytes(), now).unwrap() else {
         panic!("expired token forwarded")

@@ -44,7 +44,7 @@ fn forwards_accepted_requests_without_the_token() {
         assert_eq!(reply.status, 200, "{reply:?}");
         let echo = reply.json();
         assert_eq!(echo["method"], "PUT");
-        assert_eq!(echo["path"], "/v1/items/42");
+        assert_eq!(echo["path"], "/orders-svc/v1/items/42", "under the route's base path");
         assert_eq!(echo["query"], "color=red&size=2");
         assert_eq!(echo["subject"], "alice", "the gateway's subject replaces a client's");
         assert_eq!(echo["authorization"], false, "the token must not reach the upstream");
@@ -78,7 +78,7 @@ fn rejections_are_answered_directly() {
 
     let reply = send(server.addr, &head("GET", "/v1/orders", None, &[]), b"");
     assert_eq!(reply.status, 401);
-    assert_eq!(reply.header("www-authenticate"), Some("Bearer realm=\"gateway\""));
+    assert_eq!(reply.header("www-authenticate"), Some("Bearer realm=\"fixture\""));
     assert_eq!(reply.header("content-type"), Some("application/json"));
     assert_eq!(reply.json()["error_description"], "bearer token required");
 
@@ -88,7 +88,7 @@ fn rejections_are_answered_directly() {
     assert_eq!(reply.status, 401);
     assert_eq!(
         reply.header("www-authenticate"),
-        Some("Bearer realm=\"gateway\", error=\"invalid_token\", error_description=\"token expired\"")
+        Some("Bearer realm=\"fixture\", error=\"invalid_token\", error_description=\"token expired\"")
     );
     assert_eq!(reply.json()["error"], "invalid_token");
 

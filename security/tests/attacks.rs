@@ -1006,7 +1006,7 @@ fn an_instance_answers_the_whole_corpus_in_a_row_then_a_good_request() {
         let decision = gateway.decide(&bearer_request(&good_token()), NOW as f64);
         assert_eq!(
             decision.shown(),
-            "http://127.0.0.1:9101\n/v1/orders?id=7\n-host\n-authorization\n+x-gateway-subject:alice\n\
+            "http://127.0.0.1:9201\n/orders-svc/v1/orders?id=7\n-host\n-authorization\n+x-gateway-subject:alice\n\
              +x-forwarded-for:127.0.0.1\n+x-forwarded-proto:http\n+x-forwarded-host:gateway.example",
             "[{}]",
             gateway.name()
