@@ -1,29 +1,25 @@
 //! Forwarding an accepted request to its upstream: the original method,
 //! path, query and body (streamed, never buffered), without `Authorization`,
 //! with `X-Gateway-Subject` when the token has a subject. Upstreams can be
-//! overridden (tests point the compiled-in routes at their own servers).
+//! overridden (tests point the compiled-in routes at their own servers). The
+//! request is sent, within the limits, by [`crate::exchange`].
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 
 use crate::decision::description_body;
+use crate::exchange::{Exchange, ExchangeError};
+use crate::limits::ForwardLimits;
 use crate::listen::{Body, full};
-
-/// How long an upstream may take to connect and send its response head.
-pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The header that carries the token's subject upstream.
 pub const SUBJECT_HEADER: &str = "x-gateway-subject";
 
-/// Why a request could not be forwarded; every variant is a 502.
+/// Why a request could not be forwarded.
 #[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     /// The upstream URL plus the path does not form a valid URI.
@@ -32,24 +28,28 @@ pub enum ForwardError {
     /// The subject cannot be a header value.
     #[error("subject is not a valid header value")]
     BadSubject,
-    /// The upstream could not be reached or broke off.
-    #[error("upstream unreachable: {0}")]
-    Unreachable(String),
-    /// The upstream sent no response head within [`UPSTREAM_TIMEOUT`].
-    #[error("upstream timed out after {} s", UPSTREAM_TIMEOUT.as_secs())]
-    TimedOut,
+    /// The exchange with the upstream failed or hit a limit.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
 }
 
 impl ForwardError {
-    /// The HTTP status: 502 Bad Gateway.
+    /// The HTTP status: 502 Bad Gateway, or the exchange's.
     pub fn status(&self) -> StatusCode {
-        StatusCode::BAD_GATEWAY
+        match self {
+            ForwardError::BadUri(_) | ForwardError::BadSubject => StatusCode::BAD_GATEWAY,
+            ForwardError::Exchange(e) => e.status(),
+        }
     }
 
     /// The answer for the client, as `worker/ABI.md` fixes it for every host
     /// (the details go to the access log).
     pub fn response(&self) -> Response<Body> {
-        json_response(self.status(), &description_body("upstream unavailable"), None)
+        let description = match self {
+            ForwardError::BadUri(_) | ForwardError::BadSubject => "upstream unavailable",
+            ForwardError::Exchange(e) => e.public_description(),
+        };
+        json_response(self.status(), &description_body(description), None)
     }
 }
 
@@ -97,7 +97,7 @@ pub fn parse_overrides(
 /// Forwards requests upstream over a pooled HTTP/1.1 client.
 #[derive(Debug, Clone)]
 pub struct Forwarder {
-    client: Client<HttpConnector, Incoming>,
+    exchange: Exchange,
     overrides: HashMap<String, String>,
 }
 
@@ -115,14 +115,10 @@ const HOP_BY_HOP: [&str; 8] = [
 ];
 
 impl Forwarder {
-    /// A forwarder with a connection pool, mapping upstreams by `overrides`.
-    pub fn new(overrides: HashMap<String, String>) -> Forwarder {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(5)));
-        let client =
-            Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(connector);
-        Forwarder { client, overrides }
+    /// A forwarder with a connection pool, mapping upstreams by `overrides`,
+    /// sending within `limits`.
+    pub fn new(overrides: HashMap<String, String>, limits: ForwardLimits) -> Forwarder {
+        Forwarder { exchange: Exchange::new(limits), overrides }
     }
 
     /// The upstream base URL to use for the one the module named.
@@ -157,25 +153,11 @@ impl Forwarder {
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
         let upstream_request = Request::from_parts(parts, body);
-        let response = tokio::time::timeout(UPSTREAM_TIMEOUT, self.client.request(upstream_request))
-            .await
-            .map_err(|_| ForwardError::TimedOut)?
-            .map_err(|e| ForwardError::Unreachable(error_chain(&e)))?;
+        let response = self.exchange.send(upstream_request).await?;
         let (mut parts, body) = response.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         Ok(Response::from_parts(parts, body.boxed()))
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Removes the token, any client-sent subject, and hop-by-hop headers.
