@@ -12,6 +12,8 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use crate::contract::SUBJECT_FIELD as SUBJECT_HEADER;
+use crate::exchange::POOL_IDLE_TIMEOUT;
+use crate::limits::{self, ClientLimits};
 use crate::listen::{self, Body, full};
 
 /// `host-sim upstream` arguments.
@@ -21,6 +23,10 @@ pub struct UpstreamArgs {
     #[arg(long, default_value = "127.0.0.1:9101")]
     pub listen: Vec<SocketAddr>,
 }
+
+/// How long a connection may stay open between requests: twice as long as
+/// the gateway keeps an idle upstream connection.
+pub const IDLE_TIMEOUT: std::time::Duration = POOL_IDLE_TIMEOUT.saturating_mul(2);
 
 /// Answers `request` with the JSON description of what arrived.
 pub async fn echo(request: Request<Incoming>, local: SocketAddr) -> Response<Body> {
@@ -68,6 +74,14 @@ pub fn run(args: &UpstreamArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Upstream connections stay open between requests longer than the
+    // gateway keeps them idle in its pool, so the gateway never sends a
+    // request on a connection this end is closing.
+    let limits = ClientLimits {
+        head_timeout: IDLE_TIMEOUT,
+        idle_timeout: IDLE_TIMEOUT,
+        ..ClientLimits::defaults(limits::raise_descriptor_limit())
+    };
     runtime.block_on(async {
         let mut servers = Vec::new();
         let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
@@ -83,6 +97,7 @@ pub fn run(args: &UpstreamArgs) -> ExitCode {
             let mut stop = stop_tx.subscribe();
             servers.push(tokio::spawn(listen::serve(
                 listener,
+                limits,
                 move |request, _remote| echo(request, local),
                 async move {
                     let _ = stop.recv().await;

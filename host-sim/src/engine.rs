@@ -347,21 +347,19 @@ pub struct Ticker {
 }
 
 impl Ticker {
-    /// Starts ticking `engine`'s epoch every `period`.
-    pub fn start(engine: &Engine, period: Duration) -> Ticker {
+    /// Starts ticking `engine`'s epoch every `period`. Fails when the thread
+    /// cannot be started: without it no deadline would ever fire.
+    pub fn start(engine: &Engine, period: Duration) -> std::io::Result<Ticker> {
         let stop = Arc::new(AtomicBool::new(false));
         let engine = engine.clone();
         let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
-            .name("epoch-ticker".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(period);
-                    engine.increment_epoch();
-                }
-            })
-            .ok();
-        Ticker { stop, thread }
+        let thread = std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(period);
+                engine.increment_epoch();
+            }
+        })?;
+        Ok(Ticker { stop, thread: Some(thread) })
     }
 }
 

@@ -80,6 +80,9 @@ pub enum LoadError {
     /// The module could not be instantiated or probed.
     #[error("cannot instantiate the module: {0}")]
     Instantiate(String),
+    /// The thread that drives the CPU deadline could not be started.
+    #[error("cannot start the CPU-deadline ticker thread: {0}")]
+    Ticker(#[source] std::io::Error),
     /// Writing a compiled artifact failed.
     #[error("cannot write {path}: {why}")]
     Write {

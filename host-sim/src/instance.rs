@@ -412,16 +412,19 @@ impl Runtime {
     pub fn load(options: &EngineOptions, source: &ModuleSource, slots: u32) -> Result<Runtime, LoadError> {
         let engine = engine::build(options, slots)?;
         let module = engine::load(&engine, source)?;
-        Ok(Prepared::new(&engine, &module)?.probe(options)?.start_ticker(options))
+        Prepared::new(&engine, &module)?.probe(options)?.start_ticker(options)
     }
 
     /// Starts the thread that ticks the epoch, without which no deadline
-    /// fires (a no-op when `options` has no deadline).
-    pub fn start_ticker(mut self, options: &EngineOptions) -> Runtime {
-        if self._ticker.is_none() {
-            self._ticker = options.tick().map(|period| Ticker::start(&self.engine, period));
+    /// fires (a no-op when `options` has no deadline). A thread that cannot
+    /// start is an error: the host must not run without its deadline.
+    pub fn start_ticker(mut self, options: &EngineOptions) -> Result<Runtime, LoadError> {
+        if self._ticker.is_none()
+            && let Some(period) = options.tick()
+        {
+            self._ticker = Some(Ticker::start(&self.engine, period).map_err(LoadError::Ticker)?);
         }
-        self
+        Ok(self)
     }
 
     /// The engine.
@@ -570,7 +573,28 @@ impl Runtime {
     }
 }
 
-/// The current Unix time in seconds, as the contract passes it.
+/// The current Unix time in seconds, as the contract passes it (see
+/// [`unix_seconds`] for a clock that cannot be read).
 pub fn unix_now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    unix_seconds(std::time::SystemTime::now())
+}
+
+/// `time` as Unix seconds. A time before the epoch (a clock that cannot be
+/// read) is NaN, which the module refuses with 500 "host clock invalid":
+/// the gateway fails closed, where 0 would pass every token's `exp` check.
+pub fn unix_seconds(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(f64::NAN, |d| d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::unix_seconds;
+
+    #[test]
+    fn a_clock_before_the_epoch_is_nan_never_zero() {
+        assert!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)).is_nan());
+        assert_eq!(unix_seconds(UNIX_EPOCH + Duration::from_millis(1_800_000_000_500)), 1_800_000_000.5);
+    }
 }

@@ -11,6 +11,8 @@
 //! | [`corpus`] | the seeded realistic request mix |
 //! | [`compile`], [`eval`], [`bench`], [`serve`], [`echo`], [`mint`] | the commands |
 //! | [`listen`], [`upstream`] | HTTP server plumbing and forwarding upstream |
+//! | [`limits`], [`exchange`], [`gate`] | `serve`'s limits: the flags, an upstream exchange within them, the per-upstream connection cap |
+//! | [`access_log`] | `serve`'s access-log line, escaped |
 //!
 //! Deciding requests from Rust:
 //!
@@ -25,6 +27,7 @@
 //! # Ok::<(), host_sim::error::LoadError>(())
 //! ```
 
+pub mod access_log;
 pub mod bench;
 pub mod compile;
 pub mod contract;
@@ -33,7 +36,10 @@ pub mod echo;
 pub mod engine;
 pub mod error;
 pub mod eval;
+pub mod exchange;
+pub mod gate;
 pub mod instance;
+pub mod limits;
 pub mod listen;
 pub mod mint;
 pub mod serve;

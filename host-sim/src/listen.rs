@@ -1,22 +1,34 @@
 //! HTTP/1.1 server plumbing shared by `serve` and `upstream`: a multi-thread
-//! tokio runtime with a worker per core, the accept loop with bounded
-//! request heads, and graceful shutdown on SIGINT and SIGTERM.
+//! tokio runtime with a worker per core, the accept loop with its limits
+//! (connection cap, head and idle timeouts, bounded request heads, a pause
+//! after failing accepts), and graceful shutdown on SIGINT and SIGTERM.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+
+use crate::contract::description_body;
+use crate::limits::ClientLimits;
+
+/// Any error a body may end with: the upstream's, or a limit's.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The response body type of both servers: a buffered or a streamed body.
-pub type Body = BoxBody<Bytes, hyper::Error>;
+pub type Body = BoxBody<Bytes, BoxError>;
 
 /// The largest buffer hyper keeps for a connection's request head (the
 /// smallest it allows is 8 KiB). A longer head is answered 431 by hyper; the
@@ -57,37 +69,298 @@ pub async fn shutdown_signal() {
 
 /// Serves HTTP/1.1 on `listener` with `handler` until `shutdown` resolves,
 /// then lets open connections finish (at most [`SHUTDOWN_GRACE`]).
-pub async fn serve<H, F>(listener: TcpListener, handler: H, shutdown: impl Future<Output = ()>)
-where
+///
+/// At most `limits.max_connections` connections are served at once; one
+/// more is answered 503 "gateway busy" and closed. A request head must
+/// arrive within `limits.head_timeout` and a connection between requests
+/// must not stay silent for `limits.idle_timeout`. A failing `accept` (out of
+/// descriptors, say) is retried after a pause that doubles up to
+/// [`MAX_ACCEPT_PAUSE`], so the loop never spins.
+pub async fn serve<H, F>(
+    listener: TcpListener,
+    limits: ClientLimits,
+    handler: H,
+    shutdown: impl Future<Output = ()>,
+) where
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let busy = Arc::new(Semaphore::new(BUSY_ANSWERS));
+    let (stop, stopping) = watch::channel(false);
+    let mut backoff = Backoff::default();
     tokio::pin!(shutdown);
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, remote)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let handler = handler.clone();
-                let service = hyper::service::service_fn(move |request| {
-                    let handler = handler.clone();
-                    async move { Ok::<_, Infallible>(handler(request, remote).await) }
-                });
-                let mut builder = hyper::server::conn::http1::Builder::new();
-                // Bounded request heads: hyper answers 431 past these.
-                builder.max_buf_size(MAX_BUF).max_headers(MAX_HEADERS);
-                let connection = builder.serve_connection(TokioIo::new(stream), service);
-                let watched = graceful.watch(connection);
-                tokio::spawn(async move {
-                    let _ = watched.await;
-                });
+        if let Some(pause) = backoff.pause {
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = &mut shutdown => break,
             }
+        }
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => {
+                    backoff.succeeded();
+                    accepted
+                }
+                Err(e) => {
+                    backoff.failed(&e);
+                    continue;
+                }
+            },
             () = &mut shutdown => break,
+        };
+        match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => {
+                tokio::spawn(connection(stream, remote, handler.clone(), limits, slot, stopping.clone()));
+            }
+            Err(_) => answer_busy(stream, &busy),
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
+    let _ = stop.send(true);
+    // Every connection holds a slot until it ends: all slots back means all done.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all)).await;
+}
+
+/// Serves one connection until it ends, holding `slot` meanwhile.
+async fn connection<H, F>(
+    stream: TcpStream,
+    remote: SocketAddr,
+    handler: H,
+    limits: ClientLimits,
+    slot: OwnedSemaphorePermit,
+    mut stopping: watch::Receiver<bool>,
+) where
+    H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response<Body>> + Send + 'static,
+{
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched { stream, activity: Arc::clone(&activity) });
+    let busy = Arc::clone(&activity);
+    let service = hyper::service::service_fn(move |request| {
+        let handler = handler.clone();
+        let request_under_way = busy.begin();
+        async move {
+            let response = handler(request, remote).await;
+            Ok::<_, Infallible>(response.map(|body| Tracked { body, _request: request_under_way }))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // Bounded request heads: hyper answers 431 past these.
+    builder.max_buf_size(MAX_BUF).max_headers(MAX_HEADERS);
+    // The head timeout needs a timer: without one hyper silently ignores it.
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.head_timeout);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    let idle = tokio::time::sleep(limits.idle_timeout);
+    tokio::pin!(idle);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            _ = connection.as_mut() => break,
+            () = &mut idle, if !closing => match activity.idle_deadline(limits.idle_timeout) {
+                Some(deadline) => idle.as_mut().reset(deadline),
+                None => {
+                    connection.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            },
+            _ = stopping.changed(), if !closing => {
+                connection.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+    drop(slot);
+}
+
+/// Connections past the cap being answered "gateway busy" at once; more are
+/// closed without an answer (each answer holds a descriptor for a moment).
+pub const BUSY_ANSWERS: usize = 32;
+
+/// How long a "gateway busy" answer may take to write and the client to close.
+pub const BUSY_LINGER: Duration = Duration::from_secs(1);
+
+/// Answers a connection past the cap with 503 "gateway busy" and closes it,
+/// reading what the client sent meanwhile so that the close does not reset
+/// the connection before the client has read the answer.
+fn answer_busy(mut stream: TcpStream, busy: &Arc<Semaphore>) {
+    let Ok(answering) = Arc::clone(busy).try_acquire_owned() else { return };
+    tokio::spawn(async move {
+        let body = description_body("gateway busy");
+        let answer = format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = tokio::time::timeout(BUSY_LINGER, async {
+            stream.write_all(answer.as_bytes()).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<_, std::io::Error>(())
+        })
+        .await;
+        drop(answering);
+    });
+}
+
+/// The longest pause between two failing `accept` calls.
+pub const MAX_ACCEPT_PAUSE: Duration = Duration::from_secs(1);
+
+/// The first pause after a failing `accept`.
+pub const FIRST_ACCEPT_PAUSE: Duration = Duration::from_millis(5);
+
+/// How often at most a failing `accept` is reported on stderr.
+const ACCEPT_REPORT_EVERY: Duration = Duration::from_secs(10);
+
+/// Pauses after failing `accept` calls: doubling from [`FIRST_ACCEPT_PAUSE`]
+/// to [`MAX_ACCEPT_PAUSE`], none after a success.
+#[derive(Debug, Default)]
+struct Backoff {
+    pause: Option<Duration>,
+    reported: Option<Instant>,
+}
+
+impl Backoff {
+    fn succeeded(&mut self) {
+        self.pause = None;
+    }
+
+    fn failed(&mut self, error: &std::io::Error) {
+        self.pause = Some(self.pause.map_or(FIRST_ACCEPT_PAUSE, |p| (p * 2).min(MAX_ACCEPT_PAUSE)));
+        if self.reported.is_none_or(|at| at.elapsed() >= ACCEPT_REPORT_EVERY) {
+            self.reported = Some(Instant::now());
+            eprintln!("accept failed: {error}; retrying after pauses of up to {MAX_ACCEPT_PAUSE:?}");
+        }
+    }
+}
+
+/// When a connection last received a byte or finished a request, and how
+/// many requests it has under way: what the idle timeout looks at.
+#[derive(Debug)]
+struct Activity {
+    origin: Instant,
+    last_millis: AtomicU64,
+    under_way: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity { origin: Instant::now(), last_millis: AtomicU64::new(0), under_way: AtomicUsize::new(0) }
+    }
+
+    fn touch(&self) {
+        let millis = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_millis.store(millis, Ordering::Relaxed);
+    }
+
+    fn begin(self: &Arc<Self>) -> UnderWay {
+        self.under_way.fetch_add(1, Ordering::Relaxed);
+        UnderWay(Arc::clone(self))
+    }
+
+    /// When the connection goes idle if nothing happens meanwhile; None when
+    /// it already has.
+    fn idle_deadline(&self, idle: Duration) -> Option<tokio::time::Instant> {
+        if self.under_way.load(Ordering::Relaxed) > 0 {
+            return Some(tokio::time::Instant::now() + idle);
+        }
+        let last = self.origin + Duration::from_millis(self.last_millis.load(Ordering::Relaxed));
+        let deadline = last + idle;
+        (deadline > Instant::now()).then(|| deadline.into())
+    }
+}
+
+/// A request under way on a connection, from its head until its response
+/// has been sent (its body dropped).
+#[derive(Debug)]
+struct UnderWay(Arc<Activity>);
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.under_way.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that marks its request under way until it is dropped.
+struct Tracked {
+    body: Body,
+    _request: UnderWay,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// A client's stream that notes when a byte arrives.
+struct Watched {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
 }
 
 /// Binds `addr` and prints `listening on http://ADDR` (the actual port when

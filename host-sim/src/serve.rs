@@ -4,21 +4,24 @@
 //! rejections are answered directly with their
 //! status, `WWW-Authenticate` and JSON body, and a module that fails
 //! (trap, deadline, memory) gets the client a 500 or 503 while the server
-//! goes on.
+//! goes on. Clients and upstreams are held to the limits of
+//! [`crate::limits`].
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use http::StatusCode;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
+use crate::access_log;
 use crate::contract::{Decision, Input, Scheme};
 use crate::engine::{EngineOptions, Isolation, SourceArgs};
-use crate::instance::{Outcome, Reusable, Runtime, unix_now};
+use crate::instance::{Outcome, Reusable, Runtime, unix_seconds};
+use crate::limits::{self, LimitArgs};
 use crate::listen::{self, Body};
 use crate::upstream::{Forwarder, json_response, parse_overrides};
 
@@ -45,6 +48,9 @@ pub struct ServeArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Timeouts and limits for clients and upstreams.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// What every connection shares.
@@ -54,6 +60,7 @@ pub struct Gateway {
     isolation: Isolation,
     forwarder: Forwarder,
     access_log: bool,
+    clock: fn() -> SystemTime,
 }
 
 thread_local! {
@@ -62,14 +69,21 @@ thread_local! {
 }
 
 impl Gateway {
-    /// A gateway over `runtime`.
+    /// A gateway over `runtime`, on the system clock.
     pub fn new(runtime: Runtime, isolation: Isolation, forwarder: Forwarder, access_log: bool) -> Gateway {
-        Gateway { runtime, isolation, forwarder, access_log }
+        Gateway { runtime, isolation, forwarder, access_log, clock: SystemTime::now }
+    }
+
+    /// The same gateway reading the time from `clock`: for tests of what a
+    /// clock that reads before the Unix epoch (the one way reading it
+    /// fails) does to the answers.
+    pub fn with_clock(self, clock: fn() -> SystemTime) -> Gateway {
+        Gateway { clock, ..self }
     }
 
     /// Decides `input` now, in the configured isolation mode.
     pub fn decide(&self, input: Input<'_>) -> Outcome {
-        let now = unix_now();
+        let now = unix_seconds((self.clock)());
         match self.isolation {
             Isolation::Fresh => self.runtime.decide_fresh(input, now),
             Isolation::Reuse => REUSABLE.with(|cell| {
@@ -108,10 +122,10 @@ impl Gateway {
             Err(e) => reject(&Decision::from_guest_error(&e)),
         };
         if self.access_log {
+            let status = response.status().as_u16();
             eprintln!(
-                "{remote} \"{method} {target}\" {} {}us {note}",
-                response.status().as_u16(),
-                start.elapsed().as_micros()
+                "{}",
+                access_log::line(remote, method.as_str(), &target, status, start.elapsed(), &note)
             );
         }
         response
@@ -157,6 +171,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         ExitCode::FAILURE
     };
     let threads = args.threads.unwrap_or_else(listen::cores).max(1);
+    let client_limits = args.limits.client(limits::raise_descriptor_limit());
     // A slot per worker thread (a request holds one only while the module
     // runs, which never awaits), twice over for reuse-mode instances being
     // replaced, plus one for the probe.
@@ -188,11 +203,12 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         let gateway = Arc::new(Gateway::new(
             runtime,
             args.engine.isolation,
-            Forwarder::new(overrides),
+            Forwarder::new(overrides, args.limits.forward()),
             args.access_log,
         ));
         listen::serve(
             listener,
+            client_limits,
             move |request, remote| Arc::clone(&gateway).handle(request, remote),
             listen::shutdown_signal(),
         )

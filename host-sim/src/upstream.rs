@@ -3,27 +3,23 @@
 //! plan's origin and path, the client's fields less those the plan drops,
 //! plus those it sets. The host adds no rule of its own; its HTTP stack only
 //! frames the body and sets `Host` from the origin. An origin can be
-//! overridden (tests point the compiled-in routes at their own servers).
+//! overridden (tests point the compiled-in routes at their own servers). The request is sent, within the
+//! limits, by [`crate::exchange`].
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 
 use crate::contract::{Plan, description_body};
 use crate::error::GuestError;
+use crate::exchange::{Exchange, ExchangeError};
+use crate::limits::ForwardLimits;
 use crate::listen::{Body, full};
 
-/// How long an upstream may take to connect and send its response head.
-pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Why a request could not be forwarded; every variant is a 502.
+/// Why a request could not be forwarded.
 #[derive(Debug, thiserror::Error)]
 pub enum ForwardError {
     /// The upstream URL plus the path does not form a valid URI.
@@ -32,21 +28,19 @@ pub enum ForwardError {
     /// The plan names a field that cannot be a header: the module's fault.
     #[error("the module's plan sets or drops an invalid field: {0}")]
     BadPlan(String),
-    /// The upstream could not be reached or broke off.
-    #[error("upstream unreachable: {0}")]
-    Unreachable(String),
-    /// The upstream sent no response head within [`UPSTREAM_TIMEOUT`].
-    #[error("upstream timed out after {} s", UPSTREAM_TIMEOUT.as_secs())]
-    TimedOut,
+    /// The exchange with the upstream failed or hit a limit.
+    #[error(transparent)]
+    Exchange(#[from] ExchangeError),
 }
 
 impl ForwardError {
     /// The HTTP status: 500 for a plan the host cannot execute (the
-    /// module's fault), 502 Bad Gateway otherwise.
+    /// module's fault), 502 Bad Gateway for a bad URI, or the exchange's.
     pub fn status(&self) -> StatusCode {
         match self {
             ForwardError::BadPlan(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            _ => StatusCode::BAD_GATEWAY,
+            ForwardError::BadUri(_) => StatusCode::BAD_GATEWAY,
+            ForwardError::Exchange(e) => e.status(),
         }
     }
 
@@ -55,7 +49,8 @@ impl ForwardError {
     pub fn response(&self) -> Response<Body> {
         let description = match self {
             ForwardError::BadPlan(_) => GuestError::BadOutput("plan").public_description(),
-            _ => "upstream unavailable",
+            ForwardError::BadUri(_) => "upstream unavailable",
+            ForwardError::Exchange(e) => e.public_description(),
         };
         json_response(self.status(), &description_body(description), None)
     }
@@ -122,7 +117,7 @@ fn origin_of(url: &str) -> Option<&str> {
 /// Forwards requests upstream over a pooled HTTP/1.1 client.
 #[derive(Debug, Clone)]
 pub struct Forwarder {
-    client: Client<HttpConnector, Incoming>,
+    exchange: Exchange,
     overrides: HashMap<String, String>,
 }
 
@@ -140,14 +135,10 @@ const HOP_BY_HOP: [&str; 8] = [
 ];
 
 impl Forwarder {
-    /// A forwarder with a connection pool, mapping upstreams by `overrides`.
-    pub fn new(overrides: HashMap<String, String>) -> Forwarder {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(5)));
-        let client =
-            Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(connector);
-        Forwarder { client, overrides }
+    /// A forwarder with a connection pool, mapping upstreams by `overrides`,
+    /// sending within `limits`.
+    pub fn new(overrides: HashMap<String, String>, limits: ForwardLimits) -> Forwarder {
+        Forwarder { exchange: Exchange::new(limits), overrides }
     }
 
     /// The origin to use for the one the module named.
@@ -175,25 +166,11 @@ impl Forwarder {
         parts.uri = uri;
         parts.version = http::Version::HTTP_11;
         let upstream_request = Request::from_parts(parts, body);
-        let response = tokio::time::timeout(UPSTREAM_TIMEOUT, self.client.request(upstream_request))
-            .await
-            .map_err(|_| ForwardError::TimedOut)?
-            .map_err(|e| ForwardError::Unreachable(error_chain(&e)))?;
+        let response = self.exchange.send(upstream_request).await?;
         let (mut parts, body) = response.into_parts();
         strip_hop_by_hop(&mut parts.headers);
         Ok(Response::from_parts(parts, body.boxed()))
     }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Drops and sets the fields as `plan` says, nothing else.

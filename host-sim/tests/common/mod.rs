@@ -110,8 +110,16 @@ impl Drop for Guard {
 
 /// Starts `host-sim ARGS` (a server), waits for its `listening on http://ADDR` line.
 pub fn start(args: &[&str]) -> Guard {
-    let mut child = bin()
-        .args(args)
+    let mut command = bin();
+    command.args(args);
+    start_command(command)
+}
+
+/// Starts `command` (a server, host-sim or a wrapper that execs it), waits
+/// for its `listening on http://ADDR` line.
+pub fn start_command(mut command: Command) -> Guard {
+    let args = format!("{command:?}");
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -138,7 +146,7 @@ pub fn start(args: &[&str]) -> Guard {
         Err(_) => {
             let _ = guard.child.kill();
             let log = guard.stderr.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
-            panic!("host-sim {args:?} printed no address: {log}");
+            panic!("{args} printed no address: {log}");
         }
     };
     let addr = line

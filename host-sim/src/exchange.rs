@@ -1,0 +1,272 @@
+//! One request sent upstream under [`ForwardLimits`]: whatever the upstream
+//! request is, it is sent here, and here it is bounded.
+//!
+//! - The whole exchange (waiting for a connection, connecting, sending, the
+//!   response head and body) has one deadline: 504 before the response head,
+//!   a cut connection after it.
+//! - Each upstream gets at most so many connections ([`crate::gate`]); a
+//!   request waits for one a bounded time, then gets 503.
+//! - The request body is counted as it streams (413 past the maximum, never
+//!   buffered) and may not stall (408).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use hyper::body::{Body as _, Frame, Incoming, SizeHint};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
+
+use crate::gate::{Gate, QueueTimedOut};
+use crate::limits::ForwardLimits;
+use crate::listen::BoxError;
+
+/// How long an idle upstream connection is kept for reuse.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why an exchange gave the client no upstream response. Each knows the
+/// status and the `error_description` the client gets; the details (the
+/// `Display` text) go to the access log.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// The request body is larger than the maximum (by its `Content-Length`,
+    /// or counted as it streamed).
+    #[error("request body larger than {0} bytes")]
+    BodyTooLarge(u64),
+    /// The request body stalled longer than the body timeout.
+    #[error("request body stalled for {0:?}")]
+    BodyStalled(Duration),
+    /// No connection to the upstream became free within the queue timeout.
+    #[error("upstream busy: {0}")]
+    Busy(#[source] QueueTimedOut),
+    /// The exchange did not finish within the upstream timeout.
+    #[error("upstream timed out after {0:?}")]
+    TimedOut(Duration),
+    /// The upstream could not be reached or broke off.
+    #[error("upstream unreachable: {}", chain(.0))]
+    Unreachable(#[source] hyper_util::client::legacy::Error),
+}
+
+impl ExchangeError {
+    /// The HTTP status the client gets.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ExchangeError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ExchangeError::BodyStalled(_) => StatusCode::REQUEST_TIMEOUT,
+            ExchangeError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ExchangeError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
+            ExchangeError::Unreachable(_) => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    /// The `error_description` of the JSON body the client gets.
+    pub fn public_description(&self) -> &'static str {
+        match self {
+            ExchangeError::BodyTooLarge(_) => "request body too large",
+            ExchangeError::BodyStalled(_) => "request body timed out",
+            ExchangeError::Busy(_) => "upstream busy",
+            ExchangeError::TimedOut(_) => "upstream timed out",
+            ExchangeError::Unreachable(_) => "upstream unavailable",
+        }
+    }
+}
+
+/// An error and every cause, joined by `: `.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Sends requests upstream over a pooled HTTP/1.1 client within the limits.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    client: Client<Gate<HttpConnector>, RequestBody>,
+    limits: ForwardLimits,
+}
+
+impl Exchange {
+    /// A client whose connections are capped per upstream by `limits`.
+    pub fn new(limits: ForwardLimits) -> Exchange {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(limits.connect_timeout));
+        let gate = Gate::new(connector, limits.max_connections, limits.queue_timeout);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(limits.max_connections)
+            .build(gate);
+        Exchange { client, limits }
+    }
+
+    /// Sends `request` (already addressed to its upstream) and returns the
+    /// response, whose body keeps the exchange's deadline.
+    pub async fn send(&self, request: Request<Incoming>) -> Result<Response<ResponseBody>, ExchangeError> {
+        let limits = self.limits;
+        if request.body().size_hint().lower() > limits.max_body {
+            return Err(ExchangeError::BodyTooLarge(limits.max_body));
+        }
+        let mut deadline = Box::pin(tokio::time::sleep(limits.timeout));
+        let (failed, mut body_failure) = oneshot::channel();
+        let request = request.map(|inner| RequestBody {
+            inner,
+            seen: 0,
+            limits,
+            stall: None,
+            waiting: false,
+            failed: Some(failed),
+        });
+        let response = tokio::select! {
+            response = self.client.request(request) => response,
+            Ok(failure) = &mut body_failure => return Err(failure),
+            () = deadline.as_mut() => return Err(ExchangeError::TimedOut(limits.timeout)),
+        };
+        // A body cut short by a limit also fails the request: report the limit.
+        if let Ok(failure) = body_failure.try_recv() {
+            return Err(failure);
+        }
+        let response = response.map_err(|e| match queue_timed_out(&e) {
+            Some(queued) => ExchangeError::Busy(queued),
+            None => ExchangeError::Unreachable(e),
+        })?;
+        Ok(response.map(|inner| ResponseBody { inner, deadline, timeout: limits.timeout }))
+    }
+}
+
+/// The gate's error among `error`'s causes, if the connection could not be
+/// had for waiting too long.
+fn queue_timed_out(error: &hyper_util::client::legacy::Error) -> Option<QueueTimedOut> {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(queued) = cause.downcast_ref::<QueueTimedOut>() {
+            return Some(queued.clone());
+        }
+        source = cause.source();
+    }
+    None
+}
+
+/// The client's request body on its way upstream: counted against the
+/// maximum and watched for stalls. A limit ends it with an error (which
+/// aborts the upstream request) and tells the exchange which limit it was.
+#[derive(Debug)]
+pub struct RequestBody {
+    inner: Incoming,
+    seen: u64,
+    limits: ForwardLimits,
+    /// Fires when the body has been waited for longer than the body timeout.
+    stall: Option<Pin<Box<Sleep>>>,
+    /// True while the client is being waited for (the stall timer runs).
+    waiting: bool,
+    failed: Option<oneshot::Sender<ExchangeError>>,
+}
+
+impl RequestBody {
+    fn fail(
+        &mut self,
+        error: fn(&ForwardLimits) -> ExchangeError,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if let Some(failed) = self.failed.take() {
+            let _ = failed.send(error(&self.limits));
+        }
+        Poll::Ready(Some(Err(Box::new(error(&self.limits)))))
+    }
+}
+
+impl hyper::body::Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                this.waiting = false;
+                if let Some(data) = frame.data_ref() {
+                    this.seen = this.seen.saturating_add(data.len() as u64);
+                    if this.seen > this.limits.max_body {
+                        return this.fail(|l| ExchangeError::BodyTooLarge(l.max_body));
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                // The stall timer counts only time spent waiting for the
+                // client, not time the upstream took to ask for more.
+                if !this.waiting {
+                    this.waiting = true;
+                    let deadline = Instant::now() + this.limits.body_timeout;
+                    match &mut this.stall {
+                        Some(stall) => stall.as_mut().reset(deadline),
+                        None => this.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                    }
+                }
+                if let Some(stall) = &mut this.stall
+                    && stall.as_mut().poll(cx).is_ready()
+                {
+                    return this.fail(|l| ExchangeError::BodyStalled(l.body_timeout));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The upstream's response body on its way to the client, cut off with an
+/// error if it is still streaming at the exchange's deadline.
+#[derive(Debug)]
+pub struct ResponseBody {
+    inner: Incoming,
+    deadline: Pin<Box<Sleep>>,
+    timeout: Duration,
+}
+
+impl hyper::body::Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(BoxError::from))),
+            Poll::Pending if this.deadline.as_mut().poll(cx).is_ready() => {
+                Poll::Ready(Some(Err(Box::new(ExchangeError::TimedOut(this.timeout)))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
