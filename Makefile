@@ -27,9 +27,9 @@ envoy:
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
-test: worker
+test: worker envoy
 	$(CARGO) test --workspace --release --no-run
-	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
+	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
 ## lint: formatting and clippy, warnings as errors
