@@ -21,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
         // The subject travels in a header: printable ASCII, and never an escape.
         assert!(subject.bytes().all(|b| (0x20..=0x7e).contains(&b)) && !subject.contains('\\'));
         // The upstream is a route whose audience is spelled, unescaped, in the claims.
-        let route = config().routes.iter().find(|r| r.upstream == upstream).expect("a configured upstream");
+        let route = config()
+            .routes
+            .iter()
+            .find(|r| upstream.starts_with(&format!("{}{}/", r.origin, r.base_path)))
+            .expect("a configured upstream");
         let quoted = format!("\"{}\"", route.audience);
         assert!(claims.windows(quoted.len()).any(|w| w == quoted.as_bytes()));
         // HS256 is spelled exactly in the header.
