@@ -13,9 +13,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
 use gateway_benches::http::{Client, spawn_microservice};
 use gateway_benches::{BenchGroup, ids};
-use host_sim::tokens;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
+use testkit::tokens;
 use worker::arena::Arena;
 use worker::config::COMPILED;
 use worker::{claims, header, jws, route, signature};
@@ -68,7 +68,7 @@ fn jsonwebtoken_per_token(c: &mut Criterion) {
         if let Some(iss) = &config.issuer {
             claims = claims.issuer(iss);
         }
-        tokens::mint(&tokens::Claims::header(kid), &claims.to_json(), secret)
+        tokens::mint(tokens::Claims::header(kid), claims.to_json(), secret)
     };
     let valid = token(now + 600);
     let expired = token(now - 3600);

@@ -1,7 +1,7 @@
-//! The requests every benchmark sends, minted by `host_sim::tokens` with the
+//! The requests every benchmark sends, minted by `testkit::tokens` with the
 //! first key of the configuration compiled into the worker:
 //!
-//! - the **mix**: `host_sim::corpus::Mix` (60% valid tokens, 10% each
+//! - the **mix**: `testkit::mix::Mix` (60% valid tokens, 10% each
 //!   expired, bad signature, no token and unknown audience), drawn with the
 //!   seed and length `host-sim bench` uses; every per-request row cycles
 //!   through it, so every figure quoted for "the mix" is over the same mix;
@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use gateway_config::GatewayConfig;
-use host_sim::corpus::{Mix, Request, RequestKind, SplitMix64};
-use host_sim::tokens::{self, Claims};
 use serde::Serialize;
+use testkit::mix::{Mix, Request, RequestKind, SplitMix64};
+use testkit::tokens::{self, Claims};
 use worker::config::COMPILED;
 
 /// The clock every in-process benchmark passes: Unix seconds, fixed so the
@@ -117,7 +117,7 @@ pub fn cases() -> Vec<Request> {
     RequestKind::ALL.iter().map(|&kind| mix.request(kind, &mut rng)).collect()
 }
 
-/// The bearer token of a head built by `host_sim::tokens::request_head`.
+/// The bearer token of a head built by `testkit::tokens::request_head`.
 pub fn bearer(head: &str) -> Option<&str> {
     head.lines().find_map(|line| line.strip_prefix("Authorization: Bearer "))
 }
@@ -166,7 +166,7 @@ pub fn phases() -> Vec<Phase> {
         claims.to_json()
     };
     let audience = &config.routes[0].aud;
-    let valid = tokens::mint(&Claims::header(kid), &claims(audience), key);
+    let valid = tokens::mint(Claims::header(kid), claims(audience), key);
     let (input, signature) = valid.rsplit_once('.').expect("a JWS has three parts");
     let (header, _) = input.split_once('.').expect("a JWS has three parts");
     // A header part of the same length whose last character leaves non-zero
@@ -175,9 +175,9 @@ pub fn phases() -> Vec<Phase> {
     bad_header.pop();
     bad_header.push(if header.len() % 4 == 2 { 'B' } else { 'F' });
     let bad_base64 = format!("{bad_header}{}.{signature}", &input[header.len()..]);
-    let unknown_kid = tokens::mint(&Claims::header("nokey"), &claims(audience), key);
+    let unknown_kid = tokens::mint(Claims::header("nokey"), claims(audience), key);
     let bad_signature = format!("{input}.{}", tokens::sign(OTHER_KEY, input));
-    let unknown_audience = tokens::mint(&Claims::header(kid), &claims("no-such-audience"), key);
+    let unknown_audience = tokens::mint(Claims::header(kid), claims("no-such-audience"), key);
     let tokens =
         [None, Some(bad_base64), Some(unknown_kid), Some(bad_signature), Some(unknown_audience), Some(valid)];
     PHASES

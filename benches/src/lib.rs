@@ -1,7 +1,7 @@
 //! The gateway's benchmarks, side by side with their peers.
 //!
 //! - [`corpus`]: the requests every benchmark sends (the one request mix of
-//!   `host_sim::corpus`, one request per kind, the phase requests);
+//!   `testkit::mix`, one request per kind, the phase requests);
 //! - [`host`]: the module in the shipped host (`host_sim::engine`,
 //!   `host_sim::instance`), one engine setting changed per row;
 //! - [`ids`]: every figure's name, shared by the bench files and the report;

@@ -45,8 +45,8 @@ fn main() {
 /// the config, the mix, one case per kind (with its token) and the phases.
 fn write_corpus(path: &str) {
     corpus::check_native();
-    let (kid, secret) = host_sim::tokens::first_key(corpus::config()).expect("a key");
-    let request = |r: &host_sim::corpus::Request| {
+    let (kid, secret) = testkit::tokens::first_key(corpus::config()).expect("a key");
+    let request = |r: &testkit::mix::Request| {
         serde_json::json!({
             "name": corpus::slug(r.kind),
             "head": r.head,

@@ -209,7 +209,7 @@ fn kernels(all: &mut BTreeMap<String, f64>) {
 
 /// The same HMAC idea natively.
 fn native_hmac(all: &mut BTreeMap<String, f64>) {
-    let (_, key) = host_sim::tokens::first_key(corpus::config()).expect("a key");
+    let (_, key) = testkit::tokens::first_key(corpus::config()).expect("a key");
     let token = corpus::valid_token();
     let input = token.as_bytes()[..token.rfind('.').expect("dots")].to_vec();
     let keyed = Hmac::<Sha256>::new_from_slice(key).expect("key");

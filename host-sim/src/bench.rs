@@ -13,10 +13,10 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::contract::Decision;
-use crate::corpus::{Mix, Request, RequestKind};
 use crate::engine::{self, EngineOptions, Isolation, ModuleSource, SourceArgs};
 use crate::error::LoadError;
 use crate::instance::{Prepared, Reusable, Runtime, unix_now};
+use testkit::mix::{Mix, Request, RequestKind};
 
 /// `host-sim bench` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -338,7 +338,7 @@ pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
     let requests = mix.generate(4096);
     let valid = requests
         .iter()
-        .find(|r| r.kind == crate::corpus::RequestKind::Valid)
+        .find(|r| r.kind == testkit::mix::RequestKind::Valid)
         .map(|r| r.head.clone())
         .unwrap_or_default();
 

@@ -7,8 +7,6 @@
 //! | [`instance`] | the contract check, `InstancePre`, per-Store limits, deciding a request (fresh or reused instance) |
 //! | [`contract`] | the contract as the host speaks it: ABI version, the [`contract::Input`] it writes, the [`contract::Decision`] it reads, its own answers |
 //! | [`error`] | [`error::LoadError`] (refuse to start) and [`error::GuestError`] (500/503 for one request) |
-//! | [`tokens`] | HS256 token minting and request heads |
-//! | [`corpus`] | the seeded realistic request mix |
 //! | [`compile`], [`eval`], [`bench`], [`serve`], [`echo`], [`mint`] | the commands |
 //! | [`listen`], [`upstream`] | HTTP server plumbing and forwarding upstream |
 //! | [`limits`], [`exchange`], [`gate`] | `serve`'s limits: the flags, an upstream exchange within them, the per-upstream connection cap |
@@ -31,7 +29,6 @@ pub mod access_log;
 pub mod bench;
 pub mod compile;
 pub mod contract;
-pub mod corpus;
 pub mod echo;
 pub mod engine;
 pub mod error;
@@ -43,5 +40,4 @@ pub mod limits;
 pub mod listen;
 pub mod mint;
 pub mod serve;
-pub mod tokens;
 pub mod upstream;

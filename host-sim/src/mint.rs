@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::tokens::{Claims, first_key, mint};
+use testkit::tokens::{Claims, first_key, mint};
 
 /// `host-sim token` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -48,6 +48,6 @@ pub fn run(args: &TokenArgs) -> ExitCode {
     if let Some(sub) = &args.sub {
         claims = claims.subject(sub);
     }
-    println!("{}", mint(&Claims::header(kid), &claims.to_json(), key));
+    println!("{}", mint(Claims::header(kid), claims.to_json(), key));
     ExitCode::SUCCESS
 }

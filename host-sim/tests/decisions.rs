@@ -11,7 +11,7 @@ use std::process::Stdio;
 use common::NOW;
 use host_sim::contract::Decision;
 use host_sim::instance::Reusable;
-use host_sim::tokens::{Claims, b64url, mint, sign};
+use testkit::tokens::{Claims, b64url, mint, sign};
 use worker::Rejection;
 
 /// One case: a name, a request head, the clock, and the expected answer.
@@ -263,7 +263,7 @@ fn the_real_module_decides_every_case_fresh_and_reused() {
 #[test]
 fn the_request_mix_gets_the_expected_answers() {
     let runtime = common::runtime();
-    let mix = host_sim::corpus::Mix::new(&common::config(), NOW, 3);
+    let mix = testkit::mix::Mix::new(&common::config(), NOW, 3);
     for request in mix.generate(200) {
         let decision = runtime.decide_fresh(request.head.as_bytes(), NOW as f64).unwrap();
         assert_eq!(decision.status(), request.kind.expected_status(), "{:?}", request.kind);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Guard, head, send};
 use gateway_config::envoy::EnvoyOptions;
-use host_sim::tokens::{Claims, mint, mint_for};
+use testkit::tokens::{Claims, mint, mint_for};
 
 /// The Envoy binary: $ENVOY, or the one `make envoy` installs.
 fn envoy_bin() -> Option<PathBuf> {
@@ -205,9 +205,9 @@ fn native_jwt_authn_forwards_by_audience_and_refuses_the_rest() {
     assert_eq!(only_header(&heads[0], "x-gateway-subject"), None, "no sub, no subject header");
 
     // Nothing else is forwarded.
-    let (kid, key) = host_sim::tokens::first_key(&config).unwrap();
+    let (kid, key) = testkit::tokens::first_key(&config).unwrap();
     let issuer = config.issuer.clone().unwrap_or_default();
-    let signed = |claims: &str, key: &[u8]| mint(&Claims::header(kid), claims, key);
+    let signed = |claims: &str, key: &[u8]| mint(Claims::header(kid), claims, key);
     let exp = now() + 600;
     let cases = [
         ("no token", None, 401),

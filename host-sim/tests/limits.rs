@@ -24,7 +24,7 @@ use host_sim::serve::Gateway;
 use host_sim::upstream::Forwarder;
 
 fn token(aud: &str) -> String {
-    host_sim::tokens::mint_for(
+    testkit::tokens::mint_for(
         &common::config(),
         aud,
         Some("alice"),

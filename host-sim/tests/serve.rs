@@ -9,7 +9,7 @@ mod common;
 use common::{Guard, head, send, start};
 
 fn token(aud: &str, sub: Option<&str>) -> String {
-    host_sim::tokens::mint_for(&common::config(), aud, sub, host_sim::instance::unix_now() as u64, 600)
+    testkit::tokens::mint_for(&common::config(), aud, sub, host_sim::instance::unix_now() as u64, 600)
         .unwrap()
 }
 
@@ -52,7 +52,7 @@ fn forwards_accepted_requests_without_the_token() {
         assert_eq!(echo["content_type"], "application/octet-stream");
 
         // A token without sub: no subject header.
-        let t = host_sim::tokens::mint_for(
+        let t = testkit::tokens::mint_for(
             &common::config(),
             "orders",
             None,
@@ -83,7 +83,7 @@ fn rejections_are_answered_directly() {
     assert_eq!(reply.json()["error_description"], "bearer token required");
 
     let expired =
-        host_sim::tokens::mint_for(&common::config(), "orders", Some("a"), 1_000_000_000, 60).unwrap();
+        testkit::tokens::mint_for(&common::config(), "orders", Some("a"), 1_000_000_000, 60).unwrap();
     let reply = send(server.addr, &head("GET", "/", Some(&expired), &[]), b"");
     assert_eq!(reply.status, 401);
     assert_eq!(

@@ -21,7 +21,7 @@ const ALLOWED_GROWTH_KIB: u64 = 1024;
 #[test]
 fn a_million_requests_per_mode_leave_resident_memory_flat() {
     let runtime = common::runtime();
-    let mix = host_sim::corpus::Mix::new(&common::config(), common::NOW, 7).generate(1000);
+    let mix = testkit::mix::Mix::new(&common::config(), common::NOW, 7).generate(1000);
     let now = common::NOW as f64;
     for isolation in [Isolation::Fresh, Isolation::Reuse] {
         let mut reusable = Reusable::default();

@@ -10,84 +10,33 @@
 //! the tests drive `target/fixture/gateway.wasm`, built from it by
 //! `make fixture`.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
-use std::sync::OnceLock;
-
 use worker::Rejection;
 use worker::abi::{INPUT_CAPACITY, Instance};
-use worker::config::{Config, Key, Route};
+use worker::config::Config;
+
+pub use testkit::tokens::{b64url as b64, mint, sign};
 
 /// A fixed clock for the corpus: 2027-01-15, past 2^31 and before 2^32.
 pub const NOW: u64 = 1_800_000_000;
 
-/// The test fixture's configuration file.
-pub const FIXTURE_TOML: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/fixture.toml");
-
 /// The module built from the fixture by `make fixture`.
-pub const FIXTURE_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/fixture/gateway.wasm");
+pub fn fixture_wasm() -> std::path::PathBuf {
+    testkit::fixture::wasm_path()
+}
 
 /// The fixture's key (public, test-only).
 pub fn fixture_secret() -> &'static [u8] {
     config().keys[0].secret
 }
 
-/// The fixture's configuration, as the worker reads it (loaded once).
+/// The fixture's configuration, as the worker reads it.
 pub fn config() -> &'static Config<'static> {
-    static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
-    CONFIG.get_or_init(|| {
-        let loaded = gateway_config::load(std::path::Path::new(FIXTURE_TOML))
-            .unwrap_or_else(|e| panic!("the test fixture: {e}"));
-        let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-        let keys: Vec<Key<'static>> = loaded
-            .keys
-            .iter()
-            .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
-            .collect();
-        let routes: Vec<Route<'static>> = loaded
-            .routes
-            .iter()
-            .map(|r| Route {
-                audience: leak(&r.aud),
-                origin: leak(r.origin()),
-                base_path: leak(r.base_path()),
-            })
-            .collect();
-        Config {
-            realm: leak(&loaded.realm),
-            issuer: loaded.issuer.as_deref().map(leak),
-            leeway_secs: loaded.leeway_secs,
-            trusted_proxy_hops: loaded.trusted_proxy_hops,
-            keys: Box::leak(keys.into_boxed_slice()),
-            routes: Box::leak(routes.into_boxed_slice()),
-        }
-    })
+    testkit::fixture::worker_config()
 }
 
-/// Base64url without padding.
-pub fn b64(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// The HMAC-SHA256 of `signing_input` under `secret`, base64url-encoded.
-pub fn sign(secret: &[u8], signing_input: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    mac.update(signing_input);
-    b64(&mac.finalize().into_bytes())
-}
-
-/// A compact JWS of `header` and `claims` (raw JSON bytes), signed with `secret`.
-pub fn mint(header: &[u8], claims: &[u8], secret: &[u8]) -> String {
-    let input = format!("{}.{}", b64(header), b64(claims));
-    let signature = sign(secret, input.as_bytes());
-    format!("{input}.{signature}")
-}
-
-/// A compact JWS signed with the compiled-in demo key.
+/// A compact JWS signed with the fixture key.
 pub fn mint_fixture(header: &str, claims: &str) -> String {
-    mint(header.as_bytes(), claims.as_bytes(), fixture_secret())
+    mint(header, claims, fixture_secret())
 }
 
 /// True when `token` is a compact JWS whose signature is the HMAC of its

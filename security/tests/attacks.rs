@@ -622,7 +622,7 @@ fn corpus() -> Vec<Case> {
         "deflated claims (zip DEF)",
         bearer(&mint(
             br#"{"alg":"HS256","zip":"DEF"}"#,
-            &[0x78, 0x9c, 0xab, 0xae, 0x05, 0x00],
+            [0x78, 0x9c, 0xab, 0xae, 0x05, 0x00],
             gateway_security::fixture_secret(),
         )),
         Reject(MalformedClaims),

@@ -74,7 +74,7 @@ fn upstream(heads: Sender<String>) -> SocketAddr {
 /// Starts `host-sim serve` on port 0 and reads the address it prints.
 fn start() -> Option<Server> {
     let bin = root().join("target/release/host-sim");
-    let module = std::path::PathBuf::from(gateway_security::FIXTURE_WASM);
+    let module = gateway_security::fixture_wasm();
     if !bin.exists() || !module.exists() {
         let required = std::env::var_os("REQUIRE_HOST_SIM").is_some_and(|v| v == "1");
         assert!(!required, "{} or {} is missing", bin.display(), module.display());

@@ -7,37 +7,13 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use worker::config::{Config, Key, Route};
+use worker::config::Config;
 
 const NOW: f64 = 1_800_000_000.0;
 const CONTEXT: &str = "http 127.0.0.1\n";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The fixture configuration as the worker reads it.
-fn fixture() -> Config<'static> {
-    let config = gateway_config::load(&root().join("testkit/fixture.toml")).expect("testkit/fixture.toml");
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-    let keys: Vec<Key<'static>> = config
-        .keys
-        .iter()
-        .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
-        .collect();
-    let routes: Vec<Route<'static>> = config
-        .routes
-        .iter()
-        .map(|r| Route { audience: leak(&r.aud), origin: leak(r.origin()), base_path: leak(r.base_path()) })
-        .collect();
-    Config {
-        realm: leak(&config.realm),
-        issuer: config.issuer.as_deref().map(leak),
-        leeway_secs: config.leeway_secs,
-        trusted_proxy_hops: config.trusted_proxy_hops,
-        keys: Box::leak(keys.into_boxed_slice()),
-        routes: Box::leak(routes.into_boxed_slice()),
-    }
 }
 
 /// Fields that belong to the HTTP stack's framing, not to the plan.
@@ -121,7 +97,7 @@ fn matches(expected: &Value, got: &Value) -> bool {
 
 #[test]
 fn every_single_request_case_gets_the_stated_outcome() {
-    let config = fixture();
+    let config = testkit::fixture::worker_config();
     let corpus =
         std::fs::read_to_string(root().join("testkit/conformance/forwarding.jsonl")).expect("corpus");
     let mut checked = 0;
@@ -134,7 +110,7 @@ fn every_single_request_case_gets_the_stated_outcome() {
             continue; // pipelined: judged over real HTTP only
         }
         let request: Vec<u8> = case["request"].as_str().expect("request").chars().map(|c| c as u8).collect();
-        let got = outcome(&config, &request);
+        let got = outcome(config, &request);
         if !matches(&expect[0], &got) {
             failures.push(format!("{name}:\n  expected {}\n  got      {got}", expect[0]));
         }

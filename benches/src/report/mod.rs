@@ -20,8 +20,8 @@ use gateway_benches::latency::Series;
 use gateway_benches::svg;
 use gateway_benches::table::{Table, left, right};
 use gateway_benches::template::{self, TemplateError};
-use host_sim::corpus::RequestKind;
 use results::{HTTP_STEP, Missing, NODE_STEP, Results};
+use testkit::mix::RequestKind;
 
 /// The report's prose, with its placeholders.
 const TEMPLATE: &str = include_str!("../../report.md.tmpl");

@@ -11,7 +11,7 @@ use host_sim::instance::{Reusable, Runtime};
 
 /// The module built from the test fixture by `make fixture`.
 pub fn module_path() -> PathBuf {
-    PathBuf::from(gateway_security::FIXTURE_WASM)
+    gateway_security::fixture_wasm()
 }
 
 /// Every gateway the corpus runs through: the real module in wasmtime (a

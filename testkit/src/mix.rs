@@ -4,7 +4,7 @@
 //! tests are repeatable.
 //!
 //! ```
-//! use host_sim::corpus::{Mix, RequestKind};
+//! use testkit::mix::{Mix, RequestKind};
 //! let config = gateway_config::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway.toml")))?;
 //! let mix = Mix::new(&config, 1_800_000_000, 42);
 //! let requests = mix.generate(100);
@@ -173,16 +173,16 @@ impl Mix {
         };
         let header = Claims::header(&self.kid);
         let token = match kind {
-            RequestKind::Valid => Some(mint(&header, &claims(&aud, self.now + 600), &self.key)),
+            RequestKind::Valid => Some(mint(&header, claims(&aud, self.now + 600), &self.key)),
             RequestKind::Expired => {
-                Some(mint(&header, &claims(&aud, self.now.saturating_sub(3600)), &self.key))
+                Some(mint(&header, claims(&aud, self.now.saturating_sub(3600)), &self.key))
             }
             RequestKind::BadSignature => {
-                Some(mint(&header, &claims(&aud, self.now + 600), b"not-the-gateway-key-0123456789abcdef"))
+                Some(mint(&header, claims(&aud, self.now + 600), b"not-the-gateway-key-0123456789abcdef"))
             }
             RequestKind::NoToken => None,
             RequestKind::UnknownAudience => {
-                Some(mint(&header, &claims("no-such-audience", self.now + 600), &self.key))
+                Some(mint(&header, claims("no-such-audience", self.now + 600), &self.key))
             }
         };
         Request { kind, head: request_head(method, path, token.as_deref()) }

@@ -1,12 +1,12 @@
 //! Minting HS256 tokens and building request heads, for tests, benchmarks,
-//! the demo and the `token` command.
+//! the fuzzers, the demo and host-sim's `token` command.
 //!
 //! The signing uses the same crates as the worker (hmac 0.13, sha2 0.11,
 //! base64 0.23), so a token minted here with the configured key is one the
 //! module accepts, and any byte changed is one it refuses.
 //!
 //! ```
-//! use host_sim::tokens::{Claims, mint, request_head};
+//! use testkit::tokens::{Claims, mint, request_head};
 //! let key = b"DEMO-ONLY-gateway-signing-key-not-a-secret";
 //! let claims = Claims::new("orders", 1_900_000_000).issuer("https://auth.example.com").subject("alice");
 //! let token = mint(&Claims::header("demo"), &claims.to_json(), key);
@@ -24,21 +24,22 @@ pub fn b64url(bytes: &[u8]) -> String {
 }
 
 /// The HS256 signature (base64url) of `signing_input` with `key`.
-pub fn sign(key: &[u8], signing_input: &str) -> String {
+pub fn sign(key: &[u8], signing_input: impl AsRef<[u8]>) -> String {
     let mut mac = match Hmac::<sha2::Sha256>::new_from_slice(key) {
         Ok(mac) => mac,
         // HMAC accepts keys of any length; this arm is never taken.
         Err(_) => return String::new(),
     };
-    mac.update(signing_input.as_bytes());
+    mac.update(signing_input.as_ref());
     b64url(&mac.finalize().into_bytes())
 }
 
 /// A compact JWS: `b64(header).b64(claims).b64(HMAC-SHA256(key, ...))`.
-/// `header_json` and `claims_json` are used byte for byte, so tests can mint
-/// malformed or unusual tokens too.
-pub fn mint(header_json: &str, claims_json: &str, key: &[u8]) -> String {
-    let input = format!("{}.{}", b64url(header_json.as_bytes()), b64url(claims_json.as_bytes()));
+/// `header_json` and `claims_json` are used byte for byte (any bytes, not
+/// only JSON or UTF-8), so tests and fuzzers can mint malformed or unusual
+/// tokens too.
+pub fn mint(header_json: impl AsRef<[u8]>, claims_json: impl AsRef<[u8]>, key: &[u8]) -> String {
+    let input = format!("{}.{}", b64url(header_json.as_ref()), b64url(claims_json.as_ref()));
     let signature = sign(key, &input);
     format!("{input}.{signature}")
 }
@@ -153,7 +154,7 @@ pub fn mint_for(
     if let Some(sub) = sub {
         claims = claims.subject(sub);
     }
-    Some(mint(&Claims::header(kid), &claims.to_json(), key))
+    Some(mint(Claims::header(kid), claims.to_json(), key))
 }
 
 #[cfg(test)]

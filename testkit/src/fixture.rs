@@ -1,0 +1,66 @@
+//! The test fixture: `testkit/fixture.toml`, the configuration every test
+//! that drives a built module uses (its public test key, issuer and routes),
+//! independent of the user's `gateway.toml`. `make fixture` compiles it into
+//! `target/fixture/gateway.wasm`; here it is read for the tests' own side:
+//! minting tokens with its key, and deciding natively with the same config.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gateway_config::GatewayConfig;
+use worker::config::{Config, Key, Route};
+
+/// The fixture's configuration file.
+pub fn toml_path() -> PathBuf {
+    root().join("testkit/fixture.toml")
+}
+
+/// The module built from the fixture by `make fixture`.
+pub fn wasm_path() -> PathBuf {
+    root().join("target/fixture/gateway.wasm")
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The fixture, validated as the build validates it.
+///
+/// # Panics
+///
+/// When `testkit/fixture.toml` does not load: the tests cannot run without it.
+pub fn config() -> GatewayConfig {
+    gateway_config::load(&toml_path()).unwrap_or_else(|e| panic!("the test fixture: {e}"))
+}
+
+/// The fixture as the worker reads it (built once, kept for the process).
+pub fn worker_config() -> &'static Config<'static> {
+    static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let loaded = config();
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+        let keys: Vec<Key<'static>> = loaded
+            .keys
+            .iter()
+            .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
+            .collect();
+        let routes: Vec<Route<'static>> = loaded
+            .routes
+            .iter()
+            .map(|r| Route {
+                audience: leak(&r.aud),
+                origin: leak(r.origin()),
+                base_path: leak(r.base_path()),
+            })
+            .collect();
+        Config {
+            realm: leak(&loaded.realm),
+            issuer: loaded.issuer.as_deref().map(leak),
+            leeway_secs: loaded.leeway_secs,
+            trusted_proxy_hops: loaded.trusted_proxy_hops,
+            keys: Box::leak(keys.into_boxed_slice()),
+            routes: Box::leak(routes.into_boxed_slice()),
+        }
+    })
+}
