@@ -464,11 +464,11 @@ impl Runtime {
             store.epoch_deadline_callback(|ctx| Ok(ctx.data().cpu.on_epoch_deadline()));
         }
         let instance = self.pre.instantiate(&mut store).map_err(|e| {
-            let line = one_line(&e);
-            if line.contains("maximum concurrent") || line.contains("limit of") {
+            // Every slot of the pool in use: matched by the error's type.
+            if e.chain().any(|cause| cause.is::<wasmtime::PoolConcurrencyLimitError>()) {
                 GuestError::NoSlot
             } else {
-                GuestError::Instantiate(line)
+                GuestError::Instantiate(one_line(&e))
             }
         })?;
         let lookup = |store: &mut Store<HostState>, export: &ModuleExport| {

@@ -172,3 +172,15 @@ fn failing_guests_get_500_or_503_and_the_host_goes_on() {
         assert_eq!(line["reason"], "guest exceeded its CPU deadline");
     }
 }
+
+#[test]
+fn a_full_pool_is_no_slot_matched_by_the_errors_type() {
+    // One slot: a reused instance holds it, so a fresh one finds none.
+    let runtime = Runtime::load(&common::relaxed(), &ModuleSource::Wasm(common::gateway_wasm()), 1).unwrap();
+    let head = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+    let mut reusable = Reusable::default();
+    assert_eq!(runtime.decide_reused(&mut reusable, head, NOW as f64).map(|d| d.status()), Ok(401));
+    assert_eq!(runtime.decide_fresh(head, NOW as f64).unwrap_err(), GuestError::NoSlot);
+    reusable.discard();
+    assert_eq!(runtime.decide_fresh(head, NOW as f64).map(|d| d.status()), Ok(401));
+}

@@ -308,14 +308,29 @@ fn accept_and_hold(
 ) {
     let started = Instant::now();
     let mut held = Vec::new();
+    // A handle on every connection still open, to ask the kernel at each
+    // accept which ones the gateway has closed already: a holder thread on a
+    // loaded machine notices a close late, which would count it twice.
+    let mut live: Vec<TcpStream> = Vec::new();
     while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
         let Ok((mut stream, _)) = listener.accept() else {
             std::thread::sleep(Duration::from_millis(5));
             continue;
         };
         accepted.fetch_add(1, Ordering::Relaxed);
-        let now_open = open.fetch_add(1, Ordering::Relaxed) + 1;
-        most_open.fetch_max(now_open, Ordering::Relaxed);
+        // EOF or a reset: the gateway closed it. Data, or nothing within the
+        // socket's read timeout: still open.
+        live.retain(|other| match other.peek(&mut [0u8; 1]) {
+            Ok(n) => n > 0,
+            Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        });
+        if let Ok(handle) = stream.try_clone() {
+            // Shared with the holder's handle: a peek never blocks past it.
+            let _ = handle.set_read_timeout(Some(Duration::from_millis(50)));
+            live.push(handle);
+        }
+        let _ = open.fetch_add(1, Ordering::Relaxed);
+        most_open.fetch_max(live.len(), Ordering::Relaxed);
         let (open, stop) = (Arc::clone(open), Arc::clone(stop));
         held.push(std::thread::spawn(move || {
             // Read what arrives, answer nothing, until the gateway closes.
