@@ -79,6 +79,8 @@ req "rejected: expired token" "/v1/orders" -H "Authorization: Bearer $expired"
 req "rejected: forged signature" "/v1/orders" -H "Authorization: Bearer $forged"
 req "rejected: audience with no route" "/v1/payroll" -H "Authorization: Bearer $nowhere"
 req "rejected: Basic credentials" "/v1/orders" -u "alice:secret"
+# curl would resolve the dot segments itself; --path-as-is sends them.
+req "rejected: a path that climbs out of its route" "/%2e%2e/admin" --path-as-is -H "Authorization: Bearer $alice"
 
 echo
 echo "==> access log"
