@@ -30,6 +30,13 @@ pub const UPSTREAM_HEADER: &str = "x-gateway-upstream";
 /// The body every host answers a module failure with (`worker/ABI.md`).
 const MODULE_FAILED_BODY: &str = r#"{"error_description":"gateway module failed"}"#;
 
+/// The body every host answers an upstream failure with (`worker/ABI.md`).
+const UPSTREAM_UNAVAILABLE_BODY: &str = r#"{"error_description":"upstream unavailable"}"#;
+
+/// Envoy's response flags for an upstream that refused, reset or timed out
+/// (or has no healthy host): answered 502 as every host does.
+const UPSTREAM_FAILURE_FLAGS: [&str; 6] = ["UF", "UH", "UC", "UR", "UT", "URX"];
+
 /// Where Envoy listens, where the filter is, and where the origins are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterOptions {
@@ -132,6 +139,28 @@ fn module_failed() -> Yaml {
     ])
 }
 
+/// Envoy's own answer to an upstream failure (a 503 or 504 in text) as the
+/// hosts' 502 with a JSON reason. Only those answers: the filter's replies
+/// carry none of the flags and pass unchanged.
+fn upstream_failure_reply() -> Yaml {
+    let flags = Yaml::List(UPSTREAM_FAILURE_FLAGS.iter().map(|f| text(f)).collect());
+    map([(
+        "mappers",
+        Yaml::List(vec![map([
+            ("filter", map([("response_flag_filter", map([("flags", flags)]))])),
+            ("status_code", Yaml::Int(502)),
+            ("body", map([("inline_string", text(UPSTREAM_UNAVAILABLE_BODY))])),
+            (
+                "body_format_override",
+                map([
+                    ("text_format_source", map([("inline_string", text("%LOCAL_REPLY_BODY%"))])),
+                    ("content_type", text("application/json")),
+                ]),
+            ),
+        ])]),
+    )])
+}
+
 fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
     let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
     connection_manager(
@@ -145,6 +174,7 @@ fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
             // Envoy's default (private ranges and loopback), so the one range
             // is 0.0.0.0/32, never a peer.
             ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
+            ("local_reply_config", upstream_failure_reply()),
         ],
         vec![wasm_filter(module), router_filter()],
         // The route's header, and the address Envoy records for an external
@@ -226,6 +256,10 @@ mod tests {
         assert_eq!(at(&tree, &format!("{HCM}.use_remote_address")), &Yaml::Bool(true));
         assert_eq!(at(&tree, &format!("{HCM}.skip_xff_append")), &Yaml::Bool(true));
         assert_eq!(at(&tree, &format!("{HCM}.generate_request_id")), &Yaml::Bool(false));
+        let mapper = at(&tree, &format!("{HCM}.local_reply_config.mappers.0"));
+        assert_eq!(str_at(mapper, "filter.response_flag_filter.flags.0"), "UF");
+        assert_eq!(at(mapper, "status_code"), &Yaml::Int(502));
+        assert_eq!(str_at(mapper, "body_format_override.content_type"), "application/json");
     }
 
     #[test]
