@@ -171,6 +171,19 @@ function checkExpected(c, got, echo) {
   }
 }
 
+/** Starts a gateway whose upstreams refuse connections; a forward must be 502 with the JSON reason. */
+async function upstreamDown(start) {
+  const down = await start();
+  try {
+    const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
+    assert.equal(res.status, 502);
+    assert.equal(res.headers["content-type"], "application/json");
+    assert.equal(JSON.parse(res.body).error_description, "upstream unavailable");
+  } finally {
+    await down.proc.stop();
+  }
+}
+
 const override = (echo) => ORIGINS.map((origin) => `${origin}=${echo.addresses[origin]}`).join(",");
 
 describe("workerd end to end", { timeout: 120000 }, () => {
@@ -189,17 +202,8 @@ describe("workerd end to end", { timeout: 120000 }, () => {
     test(c.name, async () => checkExpected(c, summarize(await rawRequest(workerd.port, c.req)), echo));
   }
 
-  test("an upstream that is down: 502 with a JSON reason", async () => {
-    const down = await startWorkerd(ORIGINS.map((origin) => `${origin}=http://127.0.0.1:1`).join(","), FIXTURE_WASM);
-    try {
-      const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
-      assert.equal(res.status, 502);
-      assert.equal(res.headers["content-type"], "application/json");
-      assert.equal(JSON.parse(res.body).error_description, "upstream unavailable");
-    } finally {
-      await down.proc.stop();
-    }
-  });
+  test("an upstream that is down: 502 with a JSON reason", () =>
+    upstreamDown(() => startWorkerd(ORIGINS.map((origin) => `${origin}=http://127.0.0.1:1`).join(","), FIXTURE_WASM)));
 });
 
 /**
@@ -299,17 +303,8 @@ describe(
       });
     }
 
-    test("an upstream that is down: 502 with a JSON reason", async () => {
-      const down = await startEnvoyFilter(ORIGINS.map((origin) => [origin, "http://127.0.0.1:1"]));
-      try {
-        const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
-        assert.equal(res.status, 502);
-        assert.equal(res.headers["content-type"], "application/json");
-        assert.equal(JSON.parse(res.body).error_description, "upstream unavailable");
-      } finally {
-        await down.proc.stop();
-      }
-    });
+    test("an upstream that is down: 502 with a JSON reason", () =>
+      upstreamDown(() => startEnvoyFilter(ORIGINS.map((origin) => [origin, "http://127.0.0.1:1"]))));
 
     test("a client's x-gateway-upstream does not choose the upstream", async () => {
       const req = head("GET", "/u/1", [bearer(tok({ aud: "users", sub: "carol" })), `x-gateway-upstream: ${route("orders").origin}`]);
