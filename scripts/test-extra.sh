@@ -5,14 +5,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # deploy/workerd: the JavaScript shim (unit) and workerd end to end,
-# compared with the wasmtime host's `serve`.
+# compared with the wasmtime host's `serve` and Envoy with the gateway filter.
 echo "==> node --test deploy/workerd/test/"
-REQUIRE_HOST_SIM=1 node --test --test-timeout=180000 deploy/workerd/test/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 deploy/workerd/test/
 
 # testkit/conformance: the forwarding corpus over real HTTP through every
-# host (workerd, host-sim serve) to a recording upstream.
+# host (workerd, host-sim serve, Envoy with the gateway filter) to a
+# recording upstream.
 echo "==> node --test testkit/conformance/"
-REQUIRE_HOST_SIM=1 node --test --test-timeout=180000 testkit/conformance/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/conformance/
 
 # fuzz/: a smoke run of each fuzz target (`make fuzz` runs longer).
 echo "==> security: fuzz smoke run, ${FUZZ_SMOKE_SECONDS:-10}s per target"

@@ -88,7 +88,7 @@ pub fn compiled_config() -> &'static Config<'static> {
     &COMPILED
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "exports"))]
 mod exports {
     //! The wasm exports. This is the crate's only `unsafe`.
     #![allow(unsafe_code)]

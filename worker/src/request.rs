@@ -113,9 +113,12 @@ fn check_host(head: &Head<'_, '_>) -> Result<(), Rejection> {
 
 /// RFC 3986 authority characters without user info: a reg-name, an IPv4
 /// address or an IPv6 literal in brackets, and an optional port. Empty is
-/// allowed (RFC 9112 section 3.2).
+/// allowed (RFC 9112 section 3.2). A comma is refused although a reg-name
+/// may hold one: no host name does, and it is how HTTP stacks join
+/// repeated fields (Envoy joins two `Host` fields as `a,b`), so a joined
+/// pair is refused like the pair itself.
 pub fn is_authority(text: &[u8]) -> bool {
-    text.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
+    text.iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+;=:[]%".contains(&b))
 }
 
 /// The value without leading and trailing spaces and tabs.
@@ -251,6 +254,7 @@ mod tests {
         two_hosts: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::DuplicateHost);
         host_with_user_info: "GET / HTTP/1.1\r\nHost: u@h\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MalformedHost);
         host_with_space: "GET / HTTP/1.1\r\nHost: a b\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MalformedHost);
+        hosts_joined_by_a_proxy: "GET / HTTP/1.1\r\nHost: a,b\r\nAuthorization: Bearer a\r\n\r\n" => Err(Rejection::MalformedHost);
         content_length_and_chunked: with_auth("Bearer a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked") => Err(Rejection::ConflictingFraming);
         chunked_and_content_length: with_auth("Bearer a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5") => Err(Rejection::ConflictingFraming);
         two_equal_lengths: with_auth("Bearer a\r\nContent-Length: 5\r\nContent-Length: 5") => Err(Rejection::InvalidContentLength);

@@ -57,6 +57,11 @@ pub enum EnvoyError {
         /// The audience named by the override.
         aud: String,
     },
+    /// An override names an origin that no route forwards to.
+    UnknownOrigin {
+        /// The origin named by the override.
+        origin: String,
+    },
     /// An override's URL is not an upstream URL the config would accept.
     BadUpstream {
         /// The route's audience.
@@ -80,6 +85,9 @@ impl fmt::Display for EnvoyError {
         match self {
             EnvoyError::UnknownAudience { aud } => {
                 write!(f, "upstream override for audience {aud:?}, which has no route")
+            }
+            EnvoyError::UnknownOrigin { origin } => {
+                write!(f, "upstream override for origin {origin:?}, which no route forwards to")
             }
             EnvoyError::BadUpstream { aud, upstream } => write!(
                 f,
@@ -233,38 +241,38 @@ fn write_quoted(out: &mut String, text: &str) {
     out.push('"');
 }
 
-fn map<const N: usize>(entries: [(&str, Yaml); N]) -> Yaml {
+pub(crate) fn map<const N: usize>(entries: [(&str, Yaml); N]) -> Yaml {
     Yaml::Map(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
-fn text(value: &str) -> Yaml {
+pub(crate) fn text(value: &str) -> Yaml {
     Yaml::Str(value.to_owned())
 }
 
-fn typed(type_name: &str, mut fields: Yaml) -> Yaml {
+pub(crate) fn typed(type_name: &str, mut fields: Yaml) -> Yaml {
     if let Yaml::Map(entries) = &mut fields {
         entries.insert(0, ("@type".to_owned(), text(&format!("type.googleapis.com/{type_name}"))));
     }
     fields
 }
 
-fn socket_address(address: &str, port: u16) -> Yaml {
+pub(crate) fn socket_address(address: &str, port: u16) -> Yaml {
     map([("socket_address", map([("address", text(address)), ("port_value", Yaml::Int(port.into()))]))])
 }
 
 /// An upstream base URL taken apart: where the cluster connects and the path prefix.
-struct Upstream<'a> {
+pub(crate) struct Upstream<'a> {
     /// `host[:port]` as written, for the cluster's name and the `Host` header.
-    authority: &'a str,
+    pub(crate) authority: &'a str,
     /// The host without IPv6 brackets.
-    host: &'a str,
-    port: u16,
+    pub(crate) host: &'a str,
+    pub(crate) port: u16,
     /// The base path without a trailing slash; empty for none.
-    base_path: &'a str,
+    pub(crate) base_path: &'a str,
 }
 
 /// Splits an `http://` URL that [`is_upstream_url`] accepted.
-fn split_upstream(url: &str) -> Option<Upstream<'_>> {
+pub(crate) fn split_upstream(url: &str) -> Option<Upstream<'_>> {
     let rest = url.strip_prefix("http://")?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let (host, port) = match authority.rfind(':') {
@@ -366,7 +374,7 @@ fn header_mutation_filter() -> Yaml {
     ])
 }
 
-fn router_filter() -> Yaml {
+pub(crate) fn router_filter() -> Yaml {
     map([
         ("name", text("envoy.filters.http.router")),
         (
@@ -411,51 +419,121 @@ fn no_route(realm: &str) -> Yaml {
 }
 
 fn http_connection_manager(config: &GatewayConfig, routes: Vec<Yaml>) -> Yaml {
+    connection_manager(
+        vec![
+            // The gateway's path rules: dot segments resolved, encoded slashes refused.
+            ("normalize_path", Yaml::Bool(true)),
+            ("path_with_escaped_slashes_action", text("REJECT_REQUEST")),
+            // `x_gateway_subject` must not slip past the x-gateway- prefix.
+            ("common_http_protocol_options", map([("headers_with_underscores_action", text("DROP_HEADER"))])),
+        ],
+        vec![header_mutation_filter(), jwt_authn_filter(config), router_filter()],
+        &[AUDIENCE_HEADER],
+        routes,
+    )
+}
+
+/// An HTTP connection manager with `settings`, `filters`, and one virtual
+/// host for every domain holding `routes` and removing `headers_to_remove`
+/// from forwarded requests. It never generates an `x-request-id`: the
+/// gateway generates none.
+pub(crate) fn connection_manager(
+    settings: Vec<(&str, Yaml)>,
+    filters: Vec<Yaml>,
+    headers_to_remove: &[&str],
+    routes: Vec<Yaml>,
+) -> Yaml {
+    let mut fields = vec![("stat_prefix", text("gateway")), ("codec_type", text("AUTO"))];
+    fields.extend(settings);
+    fields.extend([
+        ("generate_request_id", Yaml::Bool(false)),
+        ("http_filters", Yaml::List(filters)),
+        (
+            "route_config",
+            map([
+                ("name", text("gateway")),
+                (
+                    "virtual_hosts",
+                    Yaml::List(vec![map([
+                        ("name", text("gateway")),
+                        ("domains", Yaml::List(vec![text("*")])),
+                        (
+                            "request_headers_to_remove",
+                            Yaml::List(headers_to_remove.iter().map(|h| text(h)).collect()),
+                        ),
+                        ("routes", Yaml::List(routes)),
+                    ])]),
+                ),
+            ]),
+        ),
+    ]);
     map([
         ("name", text("envoy.filters.network.http_connection_manager")),
         (
             "typed_config",
             typed(
                 "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                map([
-                    ("stat_prefix", text("gateway")),
-                    ("codec_type", text("AUTO")),
-                    // The gateway's path rules: dot segments resolved, encoded slashes refused.
-                    ("normalize_path", Yaml::Bool(true)),
-                    ("path_with_escaped_slashes_action", text("REJECT_REQUEST")),
-                    // `x_gateway_subject` must not slip past the x-gateway- prefix.
-                    (
-                        "common_http_protocol_options",
-                        map([("headers_with_underscores_action", text("DROP_HEADER"))]),
-                    ),
-                    // No x-request-id: the gateway generates none.
-                    ("generate_request_id", Yaml::Bool(false)),
-                    (
-                        "http_filters",
-                        Yaml::List(vec![header_mutation_filter(), jwt_authn_filter(config), router_filter()]),
-                    ),
-                    (
-                        "route_config",
-                        map([
-                            ("name", text("gateway")),
-                            (
-                                "virtual_hosts",
-                                Yaml::List(vec![map([
-                                    ("name", text("gateway")),
-                                    ("domains", Yaml::List(vec![text("*")])),
-                                    ("request_headers_to_remove", Yaml::List(vec![text(AUDIENCE_HEADER)])),
-                                    ("routes", Yaml::List(routes)),
-                                ])]),
-                            ),
-                        ]),
-                    ),
-                ]),
+                Yaml::Map(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
             ),
         ),
     ])
 }
 
-fn cluster(upstream: &Upstream<'_>) -> Yaml {
+/// A route for requests whose `header` is exactly `value`, with `action`.
+pub(crate) fn header_route(header: &str, value: &str, action: Yaml) -> Yaml {
+    map([
+        (
+            "match",
+            map([
+                ("prefix", text("/")),
+                (
+                    "headers",
+                    Yaml::List(vec![map([
+                        ("name", text(header)),
+                        ("string_match", map([("exact", text(value))])),
+                    ])]),
+                ),
+            ]),
+        ),
+        ("route", action),
+    ])
+}
+
+/// Adds the cluster for `upstream` unless one of that name is there already.
+pub(crate) fn add_cluster(clusters: &mut Vec<Yaml>, upstream: &Upstream<'_>) {
+    if clusters.iter().all(|c| c.get("name").and_then(Yaml::as_str) != Some(upstream.authority)) {
+        clusters.push(cluster(upstream));
+    }
+}
+
+/// The bootstrap: an admin interface when asked for, one listener on
+/// `listen` running `connection_manager`, and `clusters`.
+pub(crate) fn bootstrap(
+    listen: SocketAddr,
+    admin: Option<SocketAddr>,
+    connection_manager: Yaml,
+    clusters: Vec<Yaml>,
+) -> Yaml {
+    let listener = map([
+        ("name", text("gateway")),
+        ("address", socket_address(&listen.ip().to_string(), listen.port())),
+        ("filter_chains", Yaml::List(vec![map([("filters", Yaml::List(vec![connection_manager]))])])),
+    ]);
+    let mut bootstrap = Vec::new();
+    if let Some(admin) = admin {
+        bootstrap.push((
+            "admin".to_owned(),
+            map([("address", socket_address(&admin.ip().to_string(), admin.port()))]),
+        ));
+    }
+    bootstrap.push((
+        "static_resources".to_owned(),
+        map([("listeners", Yaml::List(vec![listener])), ("clusters", Yaml::List(clusters))]),
+    ));
+    Yaml::Map(bootstrap)
+}
+
+pub(crate) fn cluster(upstream: &Upstream<'_>) -> Yaml {
     // An IP address needs no resolver; a name is looked up as Envoy does for one host.
     let kind = if upstream.host.parse::<IpAddr>().is_ok() { "STATIC" } else { "LOGICAL_DNS" };
     map([
@@ -512,48 +590,11 @@ pub fn jwt_authn_bootstrap(config: &GatewayConfig, options: &EnvoyOptions) -> Re
         if !upstream.base_path.is_empty() {
             action.push(("prefix_rewrite".to_owned(), text(&format!("{}/", upstream.base_path))));
         }
-        routes.push(map([
-            (
-                "match",
-                map([
-                    ("prefix", text("/")),
-                    (
-                        "headers",
-                        Yaml::List(vec![map([
-                            ("name", text(AUDIENCE_HEADER)),
-                            ("string_match", map([("exact", text(&route.aud))])),
-                        ])]),
-                    ),
-                ]),
-            ),
-            ("route", Yaml::Map(action)),
-        ]));
-        if clusters.iter().all(|c| c.get("name").and_then(Yaml::as_str) != Some(upstream.authority)) {
-            clusters.push(cluster(&upstream));
-        }
+        routes.push(header_route(AUDIENCE_HEADER, &route.aud, Yaml::Map(action)));
+        add_cluster(&mut clusters, &upstream);
     }
     routes.push(no_route(&config.realm));
-
-    let listener = map([
-        ("name", text("gateway")),
-        ("address", socket_address(&options.listen.ip().to_string(), options.listen.port())),
-        (
-            "filter_chains",
-            Yaml::List(vec![map([("filters", Yaml::List(vec![http_connection_manager(config, routes)]))])]),
-        ),
-    ]);
-    let mut bootstrap = Vec::new();
-    if let Some(admin) = options.admin {
-        bootstrap.push((
-            "admin".to_owned(),
-            map([("address", socket_address(&admin.ip().to_string(), admin.port()))]),
-        ));
-    }
-    bootstrap.push((
-        "static_resources".to_owned(),
-        map([("listeners", Yaml::List(vec![listener])), ("clusters", Yaml::List(clusters))]),
-    ));
-    Ok(Yaml::Map(bootstrap))
+    Ok(bootstrap(options.listen, options.admin, http_connection_manager(config, routes), clusters))
 }
 
 impl GatewayConfig {
@@ -568,6 +609,28 @@ impl GatewayConfig {
         );
         out.push_str(&jwt_authn_bootstrap(self, options)?.to_yaml());
         Ok(out)
+    }
+}
+
+/// Test helpers: paths into a rendered tree.
+#[cfg(test)]
+pub(crate) mod tree {
+    use super::Yaml;
+
+    /// Where the connection manager's settings are in a rendered bootstrap.
+    pub(crate) const HCM: &str = "static_resources.listeners.0.filter_chains.0.filters.0.typed_config";
+
+    /// Follows `path` (`key` or list index, dot-separated) from `root`.
+    pub(crate) fn at<'a>(root: &'a Yaml, path: &str) -> &'a Yaml {
+        path.split('.').fold(root, |node, step| match step.parse::<usize>() {
+            Ok(i) => node.items().get(i).unwrap_or_else(|| panic!("no item {i} at {path}")),
+            Err(_) => node.get(step).unwrap_or_else(|| panic!("no {step:?} at {path}")),
+        })
+    }
+
+    /// The string at `path`.
+    pub(crate) fn str_at<'a>(root: &'a Yaml, path: &str) -> &'a str {
+        at(root, path).as_str().unwrap_or_else(|| panic!("{path} is not a string"))
     }
 }
 
@@ -602,19 +665,7 @@ mod tests {
         }
     }
 
-    /// Follows `path` (`key` or list index, dot-separated) from `root`.
-    fn at<'a>(root: &'a Yaml, path: &str) -> &'a Yaml {
-        path.split('.').fold(root, |node, step| match step.parse::<usize>() {
-            Ok(i) => node.items().get(i).unwrap_or_else(|| panic!("no item {i} at {path}")),
-            Err(_) => node.get(step).unwrap_or_else(|| panic!("no {step:?} at {path}")),
-        })
-    }
-
-    fn str_at<'a>(root: &'a Yaml, path: &str) -> &'a str {
-        at(root, path).as_str().unwrap_or_else(|| panic!("{path} is not a string"))
-    }
-
-    const HCM: &str = "static_resources.listeners.0.filter_chains.0.filters.0.typed_config";
+    use super::tree::{HCM, at, str_at};
 
     #[test]
     fn the_provider_holds_the_key_issuer_audiences_and_leeway() {

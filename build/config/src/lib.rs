@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub mod envoy;
+pub mod envoy_filter;
+pub mod render_cli;
 
 /// The shortest key HS256 accepts: the hash output size (RFC 7518 section 3.2).
 pub const MIN_KEY_BYTES: usize = 32;
@@ -405,7 +407,7 @@ fn check_text(entry: &str, text: &str, rule: TextRule) -> Result<(), ConfigError
 /// must already be canonical: unreserved characters, sub-delimiters, `:` and
 /// `@` only (no `%` escapes), no empty segments, no `.` or `..` segments,
 /// with or without `;` parameters.
-fn is_upstream_url(url: &str) -> bool {
+pub(crate) fn is_upstream_url(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
         return false;
     };

@@ -21,6 +21,7 @@ import {
   startHostSim,
   startWorkerd,
 } from "../harness.mjs";
+import { envoyFilterReady, startEnvoyFilter } from "../../envoy/harness.mjs";
 
 const config = readFixture();
 /** One echo upstream per origin; two fixture routes share one, told apart by base path. */
@@ -170,6 +171,19 @@ function checkExpected(c, got, echo) {
   }
 }
 
+/** Starts a gateway whose upstreams refuse connections; a forward must be 502 with the JSON reason. */
+async function upstreamDown(start) {
+  const down = await start();
+  try {
+    const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
+    assert.equal(res.status, 502);
+    assert.equal(res.headers["content-type"], "application/json");
+    assert.equal(JSON.parse(res.body).error_description, "upstream unavailable");
+  } finally {
+    await down.proc.stop();
+  }
+}
+
 const override = (echo) => ORIGINS.map((origin) => `${origin}=${echo.addresses[origin]}`).join(",");
 
 describe("workerd end to end", { timeout: 120000 }, () => {
@@ -188,17 +202,8 @@ describe("workerd end to end", { timeout: 120000 }, () => {
     test(c.name, async () => checkExpected(c, summarize(await rawRequest(workerd.port, c.req)), echo));
   }
 
-  test("an upstream that is down: 502 with a JSON reason", async () => {
-    const down = await startWorkerd(ORIGINS.map((origin) => `${origin}=http://127.0.0.1:1`).join(","), FIXTURE_WASM);
-    try {
-      const res = await rawRequest(down.port, head("GET", "/", [bearer(tok({ aud: "orders" }))]));
-      assert.equal(res.status, 502);
-      assert.equal(res.headers["content-type"], "application/json");
-      assert.equal(JSON.parse(res.body).error_description, "upstream unavailable");
-    } finally {
-      await down.proc.stop();
-    }
-  });
+  test("an upstream that is down: 502 with a JSON reason", () =>
+    upstreamDown(() => startWorkerd(ORIGINS.map((origin) => `${origin}=http://127.0.0.1:1`).join(","), FIXTURE_WASM)));
 });
 
 /**
@@ -255,5 +260,57 @@ describe(
         checkExpected(c, got.hostSim, echo);
       });
     }
+  },
+);
+
+/**
+ * The same corpus through Envoy running the gateway filter
+ * (target/fixture/gateway-envoy.wasm), which must give workerd's answers:
+ * statuses, error codes, reasons, challenges and forwarded requests.
+ */
+// Skipped when Envoy or the filter is not built, unless REQUIRE_ENVOY=1 (`make test` sets it).
+const envoyReady = envoyFilterReady();
+describe(
+  "Envoy with the gateway filter agrees with workerd",
+  { timeout: 180000, skip: envoyReady || process.env.REQUIRE_ENVOY === "1" ? false : "Envoy or the filter is not built (make envoy fixture)" },
+  () => {
+    let echo;
+    let workerd;
+    let envoy;
+    const pairs = () => ORIGINS.map((origin) => [origin, echo.addresses[origin]]);
+    before(async () => {
+      echo = await startEcho(Object.fromEntries(ORIGINS.map((origin) => [origin, 0])));
+      workerd = await startWorkerd(override(echo), FIXTURE_WASM);
+      envoy = await startEnvoyFilter(pairs());
+    });
+    after(async () => {
+      await envoy?.proc.stop();
+      await workerd?.proc.stop();
+      await echo?.close();
+    });
+
+    const view = ({ status, error, forwarded, contentType, challenge, description }, reasonDiffers) =>
+      reasonDiffers
+        ? { status, error, forwarded, contentType }
+        : { status, error, forwarded, contentType, challenge, description };
+
+    for (const c of CASES) {
+      test(c.name, async () => {
+        const [w, e] = await Promise.all([rawRequest(workerd.port, c.req), rawRequest(envoy.port, c.req)]);
+        const [fromWorkerd, fromEnvoy] = [summarize(w), summarize(e)];
+        assert.deepEqual(view(fromEnvoy, c.reasonDiffers), view(fromWorkerd, c.reasonDiffers), "Envoy (actual) vs workerd (expected)");
+        checkExpected(c, fromEnvoy, echo);
+      });
+    }
+
+    test("an upstream that is down: 502 with a JSON reason", () =>
+      upstreamDown(() => startEnvoyFilter(ORIGINS.map((origin) => [origin, "http://127.0.0.1:1"]))));
+
+    test("a client's x-gateway-upstream does not choose the upstream", async () => {
+      const req = head("GET", "/u/1", [bearer(tok({ aud: "users", sub: "carol" })), `x-gateway-upstream: ${route("orders").origin}`]);
+      const got = summarize(await rawRequest(envoy.port, req));
+      assert.equal(got.status, 200, JSON.stringify(got));
+      assert.equal(got.forwarded.route, "users");
+    });
   },
 );

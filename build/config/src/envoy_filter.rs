@@ -1,0 +1,308 @@
+//! Renders the Envoy bootstrap that runs the gateway itself inside Envoy:
+//! the proxy-wasm filter `dist/gateway-envoy.wasm` (deploy/envoy/filter),
+//! which carries the same compiled-in config as `dist/gateway.wasm`, and the
+//! route table and clusters for the origins that config forwards to, so
+//! that the clusters cannot drift from the routes.
+//!
+//! The filter decides every request and, for a forward, sets the path, the
+//! fields, and `x-gateway-upstream: <origin>`. The routes here match that
+//! header exactly, one route and one cluster per origin, and remove it
+//! before the request leaves; a request that reaches the router without a
+//! known origin (which the filter never lets happen) gets the 500 every
+//! host answers for a module failure. Envoy itself is told to add nothing:
+//! no `x-request-id`, no `x-envoy-*` headers, no `X-Forwarded-For` append,
+//! and the client address is the connection's, never a header's.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::envoy::{
+    EnvoyError, Yaml, add_cluster, bootstrap, connection_manager, header_route, map, router_filter,
+    split_upstream, text, typed,
+};
+use crate::{GatewayConfig, is_upstream_url};
+
+/// The request header the filter sets to the plan's origin for the routes
+/// to match (the filter crate's `UPSTREAM_HEADER`).
+pub const UPSTREAM_HEADER: &str = "x-gateway-upstream";
+
+/// The body every host answers a module failure with (`worker/ABI.md`).
+const MODULE_FAILED_BODY: &str = r#"{"error_description":"gateway module failed"}"#;
+
+/// The body every host answers an upstream failure with (`worker/ABI.md`).
+const UPSTREAM_UNAVAILABLE_BODY: &str = r#"{"error_description":"upstream unavailable"}"#;
+
+/// Envoy's response flags for an upstream that refused, reset or timed out
+/// (or has no healthy host): answered 502 as every host does.
+const UPSTREAM_FAILURE_FLAGS: [&str; 6] = ["UF", "UH", "UC", "UR", "UT", "URX"];
+
+/// Where Envoy listens, where the filter is, and where the origins are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterOptions {
+    /// The listener clients connect to.
+    pub listen: SocketAddr,
+    /// Envoy's admin interface; `None` renders none.
+    pub admin: Option<SocketAddr>,
+    /// The filter module, as Envoy opens it (relative to Envoy's working directory).
+    pub module: PathBuf,
+    /// An origin (or an audience, meaning its route's origin) to the origin
+    /// to connect to instead, as `host-sim serve --upstream-override` takes
+    /// them: tests point the clusters at their own servers. The filter's
+    /// decision is unchanged; only the cluster's address and `Host` move.
+    pub upstream_overrides: BTreeMap<String, String>,
+}
+
+/// The origins the config forwards to, each with the origin Envoy connects
+/// to (itself unless overridden), in route order without repeats.
+fn origins(
+    config: &GatewayConfig,
+    overrides: &BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, EnvoyError> {
+    let mut moved = BTreeMap::new();
+    for (key, to) in overrides {
+        let from = if key.contains("://") {
+            let origin = key.trim_end_matches('/');
+            if config.routes.iter().all(|r| r.origin() != origin) {
+                return Err(EnvoyError::UnknownOrigin { origin: key.clone() });
+            }
+            origin.to_owned()
+        } else {
+            let route = config.routes.iter().find(|r| &r.aud == key);
+            route.ok_or_else(|| EnvoyError::UnknownAudience { aud: key.clone() })?.origin().to_owned()
+        };
+        let to = to.trim_end_matches('/');
+        if to.starts_with("https://") {
+            return Err(EnvoyError::TlsUpstream { aud: key.clone(), upstream: to.to_owned() });
+        }
+        if !is_upstream_url(to) || split_upstream(to).is_none_or(|u| !u.base_path.is_empty()) {
+            return Err(EnvoyError::BadUpstream { aud: key.clone(), upstream: to.to_owned() });
+        }
+        moved.insert(from, to.to_owned());
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for route in &config.routes {
+        let origin = route.origin();
+        if out.iter().any(|(o, _)| o == origin) {
+            continue;
+        }
+        let target = moved.get(origin).cloned().unwrap_or_else(|| origin.to_owned());
+        if target.starts_with("https://") {
+            return Err(EnvoyError::TlsUpstream { aud: route.aud.clone(), upstream: target });
+        }
+        out.push((origin.to_owned(), target));
+    }
+    Ok(out)
+}
+
+fn wasm_filter(module: &str) -> Yaml {
+    map([
+        ("name", text("envoy.filters.http.wasm")),
+        (
+            "typed_config",
+            typed(
+                "envoy.extensions.filters.http.wasm.v3.Wasm",
+                map([(
+                    "config",
+                    map([
+                        ("name", text("gateway")),
+                        (
+                            "vm_config",
+                            map([
+                                ("vm_id", text("gateway")),
+                                // V8: the runtime in Envoy's release builds that runs proxy-wasm code.
+                                ("runtime", text("envoy.wasm.runtime.v8")),
+                                ("code", map([("local", map([("filename", text(module))]))])),
+                            ]),
+                        ),
+                    ]),
+                )]),
+            ),
+        ),
+    ])
+}
+
+fn module_failed() -> Yaml {
+    map([
+        ("match", map([("prefix", text("/"))])),
+        (
+            "direct_response",
+            map([("status", Yaml::Int(500)), ("body", map([("inline_string", text(MODULE_FAILED_BODY))]))]),
+        ),
+        (
+            "response_headers_to_add",
+            Yaml::List(vec![map([(
+                "header",
+                map([("key", text("content-type")), ("value", text("application/json"))]),
+            )])]),
+        ),
+    ])
+}
+
+/// Envoy's own answer to an upstream failure (a 503 or 504 in text) as the
+/// hosts' 502 with a JSON reason. Only those answers: the filter's replies
+/// carry none of the flags and pass unchanged.
+fn upstream_failure_reply() -> Yaml {
+    let flags = Yaml::List(UPSTREAM_FAILURE_FLAGS.iter().map(|f| text(f)).collect());
+    map([(
+        "mappers",
+        Yaml::List(vec![map([
+            ("filter", map([("response_flag_filter", map([("flags", flags)]))])),
+            ("status_code", Yaml::Int(502)),
+            ("body", map([("inline_string", text(UPSTREAM_UNAVAILABLE_BODY))])),
+            (
+                "body_format_override",
+                map([
+                    ("text_format_source", map([("inline_string", text("%LOCAL_REPLY_BODY%"))])),
+                    ("content_type", text("application/json")),
+                ]),
+            ),
+        ])]),
+    )])
+}
+
+fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
+    let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
+    connection_manager(
+        vec![
+            // The peer is the connection's (what the filter reads as
+            // source.address), and X-Forwarded-For is the module's alone.
+            ("use_remote_address", Yaml::Bool(true)),
+            ("skip_xff_append", Yaml::Bool(true)),
+            // No client is "internal": Envoy strips every client's x-envoy-*
+            // headers and adds no x-envoy-internal. An empty list would mean
+            // Envoy's default (private ranges and loopback), so the one range
+            // is 0.0.0.0/32, never a peer.
+            ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
+            ("local_reply_config", upstream_failure_reply()),
+        ],
+        vec![wasm_filter(module), router_filter()],
+        // The route's header, and the address Envoy records for an external
+        // client: the upstream gets the plan only.
+        &[UPSTREAM_HEADER, "x-envoy-external-address"],
+        routes,
+    )
+}
+
+/// The Envoy bootstrap running the gateway filter for `config`, as a tree.
+pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Result<Yaml, EnvoyError> {
+    let mut routes = Vec::new();
+    let mut clusters: Vec<Yaml> = Vec::new();
+    for (origin, target) in origins(config, &options.upstream_overrides)? {
+        let bad = || EnvoyError::BadUpstream { aud: origin.clone(), upstream: target.clone() };
+        let upstream = split_upstream(&target).ok_or_else(bad)?;
+        // The Host the upstream sees is its own, as every host sends it.
+        let action =
+            map([("cluster", text(upstream.authority)), ("host_rewrite_literal", text(upstream.authority))]);
+        routes.push(header_route(UPSTREAM_HEADER, &origin, action));
+        add_cluster(&mut clusters, &upstream);
+    }
+    routes.push(module_failed());
+    let manager = http_connection_manager(&options.module.to_string_lossy(), routes);
+    Ok(bootstrap(options.listen, options.admin, manager, clusters))
+}
+
+impl GatewayConfig {
+    /// The Envoy bootstrap (YAML) that runs the gateway filter with routes
+    /// and clusters for this config's origins; see the
+    /// [`envoy_filter`](crate::envoy_filter) module. It holds no keys: they
+    /// are compiled into the filter.
+    pub fn to_envoy_filter_yaml(&self, options: &FilterOptions) -> Result<String, EnvoyError> {
+        let mut out = String::from(
+            "# Generated from the gateway config by `envoy-filter`. Do not edit.\n\
+             # Envoy running the gateway filter, dist/gateway-envoy.wasm (deploy/envoy/README.md).\n",
+        );
+        out.push_str(&filter_bootstrap(self, options)?.to_yaml());
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envoy::tree::{HCM, at, str_at};
+    use crate::parse;
+    use std::path::Path;
+
+    fn config() -> GatewayConfig {
+        let text = "issuer = \"https://issuer.test\"\n[[keys]]\nkid = \"k1\"\n\
+                    demo = \"0123456789abcdef0123456789abcdef\"\n\
+                    [[routes]]\naud = \"orders\"\nupstream = \"http://127.0.0.1:9201/orders-svc\"\n\
+                    [[routes]]\naud = \"billing\"\nupstream = \"http://127.0.0.1:9201/billing-svc\"\n\
+                    [[routes]]\naud = \"users\"\nupstream = \"http://users.internal\"\n";
+        parse(text, Path::new("test.toml"), &|_| None).expect("valid config")
+    }
+
+    fn options() -> FilterOptions {
+        FilterOptions {
+            listen: "127.0.0.1:10000".parse().expect("address"),
+            admin: None,
+            module: PathBuf::from("dist/gateway-envoy.wasm"),
+            upstream_overrides: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn the_filter_runs_in_v8_before_the_router() {
+        let tree = filter_bootstrap(&config(), &options()).expect("renders");
+        let filters = at(&tree, &format!("{HCM}.http_filters"));
+        assert_eq!(str_at(filters, "0.name"), "envoy.filters.http.wasm");
+        assert_eq!(str_at(filters, "0.typed_config.config.vm_config.runtime"), "envoy.wasm.runtime.v8");
+        assert_eq!(
+            str_at(filters, "0.typed_config.config.vm_config.code.local.filename"),
+            "dist/gateway-envoy.wasm"
+        );
+        assert_eq!(str_at(filters, "1.name"), "envoy.filters.http.router");
+        assert_eq!(at(&tree, &format!("{HCM}.use_remote_address")), &Yaml::Bool(true));
+        assert_eq!(at(&tree, &format!("{HCM}.skip_xff_append")), &Yaml::Bool(true));
+        assert_eq!(at(&tree, &format!("{HCM}.generate_request_id")), &Yaml::Bool(false));
+        let mapper = at(&tree, &format!("{HCM}.local_reply_config.mappers.0"));
+        assert_eq!(str_at(mapper, "filter.response_flag_filter.flags.0"), "UF");
+        assert_eq!(at(mapper, "status_code"), &Yaml::Int(502));
+        assert_eq!(str_at(mapper, "body_format_override.content_type"), "application/json");
+    }
+
+    #[test]
+    fn one_route_and_cluster_per_origin_matched_by_the_upstream_header() {
+        let tree = filter_bootstrap(&config(), &options()).expect("renders");
+        let host = at(&tree, &format!("{HCM}.route_config.virtual_hosts.0"));
+        assert_eq!(str_at(host, "request_headers_to_remove.0"), UPSTREAM_HEADER);
+        let routes = at(host, "routes").items();
+        assert_eq!(routes.len(), 3, "two origins and the module-failed answer");
+        assert_eq!(str_at(&routes[0], "match.headers.0.name"), UPSTREAM_HEADER);
+        assert_eq!(str_at(&routes[0], "match.headers.0.string_match.exact"), "http://127.0.0.1:9201");
+        assert_eq!(str_at(&routes[0], "route.cluster"), "127.0.0.1:9201");
+        assert_eq!(str_at(&routes[1], "match.headers.0.string_match.exact"), "http://users.internal");
+        assert_eq!(str_at(&routes[1], "route.host_rewrite_literal"), "users.internal");
+        assert!(
+            routes[0].get("route").and_then(|r| r.get("prefix_rewrite")).is_none(),
+            "the plan has the path"
+        );
+        assert_eq!(at(&routes[2], "direct_response.status"), &Yaml::Int(500));
+        let names: Vec<&str> =
+            at(&tree, "static_resources.clusters").items().iter().map(|c| str_at(c, "name")).collect();
+        assert_eq!(names, ["127.0.0.1:9201", "users.internal"]);
+    }
+
+    #[test]
+    fn overrides_move_an_origin_by_origin_or_audience() {
+        let mut options = options();
+        options.upstream_overrides.insert("http://127.0.0.1:9201".into(), "http://127.0.0.1:40001".into());
+        options.upstream_overrides.insert("users".into(), "http://[::1]:40002/".into());
+        let tree = filter_bootstrap(&config(), &options).expect("renders");
+        let routes = at(&tree, &format!("{HCM}.route_config.virtual_hosts.0.routes")).items();
+        assert_eq!(str_at(&routes[0], "match.headers.0.string_match.exact"), "http://127.0.0.1:9201");
+        assert_eq!(str_at(&routes[0], "route.host_rewrite_literal"), "127.0.0.1:40001");
+        assert_eq!(str_at(&routes[1], "route.cluster"), "[::1]:40002");
+
+        let refuse = |key: &str, url: &str| {
+            let mut options = self::options();
+            options.upstream_overrides.insert(key.into(), url.into());
+            filter_bootstrap(&config(), &options).expect_err("refused")
+        };
+        assert!(matches!(refuse("http://10.0.0.1", "http://h"), EnvoyError::UnknownOrigin { .. }));
+        assert!(matches!(refuse("nobody", "http://h"), EnvoyError::UnknownAudience { .. }));
+        assert!(matches!(refuse("orders", "http://h/with-path"), EnvoyError::BadUpstream { .. }));
+        assert!(matches!(refuse("orders", "https://h"), EnvoyError::TlsUpstream { .. }));
+    }
+}

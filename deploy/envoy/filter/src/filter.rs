@@ -1,0 +1,136 @@
+//! The proxy-wasm side: Envoy's calls in, header edits and local replies
+//! out. Every failure here answers 500 ("gateway module failed") and the
+//! request goes nowhere: the filter fails closed.
+
+use std::cell::RefCell;
+use std::time::UNIX_EPOCH;
+
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action, ContextType, MapType, Status};
+use worker::abi::Instance;
+
+use crate::decision::{self, Decision, Plan, Reply};
+use crate::input::{self, Scheme};
+use crate::{MODULE_FAILED_BODY, UPSTREAM_HEADER};
+
+proxy_wasm::main! {{
+    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root) });
+}}
+
+thread_local! {
+    /// The core's buffers, shared by every request of this VM: Envoy calls a
+    /// VM from one thread, and a request is decided within one call.
+    static INSTANCE: RefCell<Box<Instance>> = RefCell::new(Box::new(Instance::new()));
+}
+
+/// Why a request could not be decided or carried out.
+#[derive(Debug, thiserror::Error)]
+enum FilterError {
+    /// Envoy refused a host call.
+    #[error("host call failed: {0:?}")]
+    Host(Status),
+    /// The header map cannot be written as a request head.
+    #[error(transparent)]
+    Input(#[from] input::InputError),
+    /// The core's output cannot be carried out.
+    #[error(transparent)]
+    Decision(#[from] decision::DecisionError),
+    /// The instance was in use: a re-entrant call, which Envoy never makes.
+    #[error("the core's instance is busy")]
+    Busy,
+}
+
+impl From<Status> for FilterError {
+    fn from(status: Status) -> Self {
+        FilterError::Host(status)
+    }
+}
+
+struct Root;
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+
+    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Gateway))
+    }
+}
+
+/// One request's filter.
+struct Gateway;
+
+impl Context for Gateway {}
+
+impl HttpContext for Gateway {
+    fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        match gate() {
+            Ok(action) => action,
+            Err(e) => {
+                let _ = hostcalls::log(proxy_wasm::types::LogLevel::Error, &format!("gateway: {e}"));
+                reply(&Reply { status: 500, www_authenticate: None, body: MODULE_FAILED_BODY })
+                    // Not even the 500 could be sent: trapping makes Envoy fail the request.
+                    .unwrap_or_else(|e| panic!("gateway: cannot answer 500: {e}"))
+            }
+        }
+    }
+}
+
+/// Decides the request and carries out the decision.
+fn gate() -> Result<Action, FilterError> {
+    let headers = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)?;
+    // The connection's facts, never the client's headers: TLS on the
+    // downstream connection, and its peer address (with use_remote_address,
+    // Envoy does not take it from X-Forwarded-For).
+    let tls = hostcalls::get_property(vec!["connection", "tls_version"])?.is_some_and(|v| !v.is_empty());
+    let scheme = if tls { Scheme::Https } else { Scheme::Http };
+    let peer = input::peer_of(&hostcalls::get_property(vec!["source", "address"])?.unwrap_or_default());
+    let input = input::request_input(scheme, &peer, &headers)?;
+    // A clock that cannot be read is NaN, which the core answers with 500.
+    let now = hostcalls::get_current_time()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(f64::NAN, |d| d.as_secs_f64());
+    INSTANCE.with(|cell| {
+        let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
+        match decision::decide(&mut instance, &input, now)? {
+            Decision::Forward(plan) => forward(&plan),
+            Decision::Reply(answer) => reply(&answer),
+        }
+    })
+}
+
+/// Applies the plan to Envoy's header map and lets the request go on to the
+/// router, which picks the origin's cluster by [`UPSTREAM_HEADER`].
+fn forward(plan: &Plan<'_>) -> Result<Action, FilterError> {
+    let headers = MapType::HttpRequestHeaders;
+    hostcalls::set_map_value(headers, ":path", Some(plan.path))?;
+    for name in &plan.drops {
+        hostcalls::remove_map_value(headers, name)?;
+    }
+    for (name, value) in &plan.sets {
+        hostcalls::set_map_value(headers, name, Some(value))?;
+    }
+    hostcalls::set_map_value(headers, UPSTREAM_HEADER, Some(plan.origin))?;
+    // The route was chosen before this filter ran; choose again with the
+    // new header. Envoy also clears it on header edits; the call makes it
+    // explicit, and a host without the function has nothing to clear.
+    match hostcalls::call_foreign_function("clear_route_cache", None) {
+        Ok(_) | Err(Status::NotFound) => Ok(Action::Continue),
+        Err(status) => Err(FilterError::Host(status)),
+    }
+}
+
+/// Answers from Envoy; the request goes no further.
+fn reply(answer: &Reply<'_>) -> Result<Action, FilterError> {
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(challenge) = answer.www_authenticate {
+        headers.push(("www-authenticate", challenge));
+    }
+    hostcalls::send_http_response(answer.status, headers, Some(answer.body.as_bytes()))?;
+    Ok(Action::Pause)
+}

@@ -1,0 +1,28 @@
+//! The gateway inside Envoy: a proxy-wasm HTTP filter around the same core
+//! as `dist/gateway.wasm` (the `worker` crate, its config compiled in from
+//! `GATEWAY_CONFIG`). It adds no rule of its own: it gives the core the
+//! request head rebuilt from Envoy's header map, then carries out the
+//! decision literally, as any host of `worker/ABI.md` does.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`input`] | the context line and the request head, from Envoy's header map |
+//! | [`decision`] | the core's output read back: a local reply or a forward plan |
+//! | `filter` (wasm32 only) | the proxy-wasm contexts: Envoy's calls in, header edits and replies out |
+//!
+//! How the upstream is chosen (a header the route table matches) and why is
+//! in `deploy/envoy/README.md`.
+
+pub mod decision;
+pub mod input;
+
+#[cfg(target_arch = "wasm32")]
+mod filter;
+
+/// The request header the filter sets to the plan's origin; the rendered
+/// route table matches it exactly to pick the origin's cluster, and removes
+/// it before the request leaves Envoy.
+pub const UPSTREAM_HEADER: &str = "x-gateway-upstream";
+
+/// The body of the filter's own 500, as every host answers a module failure (`ABI.md`).
+pub const MODULE_FAILED_BODY: &str = r#"{"error_description":"gateway module failed"}"#;

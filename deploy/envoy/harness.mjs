@@ -1,0 +1,54 @@
+// Test support: Envoy with the gateway filter (dist/gateway-envoy.wasm or the
+// fixture's build) on an ephemeral loopback port, its bootstrap rendered by
+// `envoy-filter` from the config. Bounded start, stop by stop(). Loopback only.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT, freePort, startProcess, waitForPort } from "../workerd/harness.mjs";
+
+export const ENVOY = join(ROOT, "target", "envoy-venv", "bin", "envoy");
+export const ENVOY_FILTER_BIN = join(ROOT, "target", "release", "envoy-filter");
+/** The filter the tests drive: built from testkit/fixture.toml by `make fixture`. */
+export const FIXTURE_ENVOY_WASM = join(ROOT, "target", "fixture", "gateway-envoy.wasm");
+export const FIXTURE_CONFIG = join(ROOT, "testkit", "fixture.toml");
+
+/** Whether Envoy, the renderer and the fixture filter are all built. */
+export function envoyFilterReady() {
+  return [ENVOY, ENVOY_FILTER_BIN, FIXTURE_ENVOY_WASM].every((path) => existsSync(path));
+}
+
+/**
+ * Envoy running the filter `wasm` for `config`, with `overrides` as
+ * [from, to] origin pairs. Resolves to { port, proc }.
+ */
+export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, config = FIXTURE_CONFIG } = {}) {
+  for (const [path, how] of [[ENVOY, "make envoy"], [ENVOY_FILTER_BIN, "make host"], [wasm, "make fixture"]]) {
+    if (!existsSync(path)) throw new Error(`${path} is missing: run '${how}'`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "gateway-envoy-"));
+  let lastError;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const yaml = join(dir, `envoy-${attempt}.yaml`);
+    const render = spawnSync(
+      ENVOY_FILTER_BIN,
+      ["--config", config, "--module", wasm, "--listen", `127.0.0.1:${port}`, "--out", yaml,
+        ...overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`])],
+      { encoding: "utf8", timeout: 30000 },
+    );
+    if (render.status !== 0) throw new Error(`envoy-filter failed:\n${render.stderr}`);
+    const proc = startProcess(ENVOY, [
+      "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
+      "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "1",
+    ]);
+    try {
+      await waitForPort(proc, port, "envoy");
+      return { port, proc };
+    } catch (e) {
+      lastError = e;
+      await proc.stop();
+    }
+  }
+  throw lastError;
+}
