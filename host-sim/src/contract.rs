@@ -51,17 +51,32 @@ impl<'a> From<&'a Vec<u8>> for Input<'a> {
     }
 }
 
+/// The longest context line: `https `, an IPv6 address (39), `\n`.
+pub const MAX_CONTEXT_LINE: usize = 64;
+
 impl Input<'_> {
     /// The context line the module reads before the head: `<scheme> <peer>\n`.
     pub fn context_line(&self) -> String {
+        let mut line = [0u8; MAX_CONTEXT_LINE];
+        let len = self.write_context_line(&mut line);
+        String::from_utf8_lossy(&line[..len]).into_owned()
+    }
+
+    /// Writes the context line into `out` and returns its length: the
+    /// request path's form, without an allocation per request.
+    pub fn write_context_line(&self, out: &mut [u8; MAX_CONTEXT_LINE]) -> usize {
+        use std::io::Write as _;
         let scheme = match self.scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",
         };
-        match self.peer {
-            Some(peer) => format!("{scheme} {}\n", peer.to_canonical()),
-            None => format!("{scheme} unknown\n"),
-        }
+        let mut cursor = std::io::Cursor::new(&mut out[..]);
+        // Fits: the longest scheme, address and separators are under 64 bytes.
+        let _ = match self.peer {
+            Some(peer) => write!(cursor, "{scheme} {}\n", peer.to_canonical()),
+            None => write!(cursor, "{scheme} unknown\n"),
+        };
+        cursor.position() as usize
     }
 }
 

@@ -333,7 +333,9 @@ impl Slot {
     /// Writes the context line and the head into the input buffer, calls
     /// `handle`, parses the output.
     fn decide(&mut self, layout: Layout, input: &Input<'_>, now: f64) -> Outcome {
-        let context = input.context_line();
+        let mut context_buf = [0u8; contract::MAX_CONTEXT_LINE];
+        let context_len = input.write_context_line(&mut context_buf);
+        let context = &context_buf[..context_len];
         let total = context.len() + input.head.len();
         let len = u32::try_from(total).unwrap_or(u32::MAX);
         if len <= layout.input_capacity {
@@ -343,7 +345,7 @@ impl Slot {
                 .get_mut(start..start + total)
                 .ok_or(GuestError::BadOutput("input buffer outside memory"))?;
             let (line, head) = dest.split_at_mut(context.len());
-            line.copy_from_slice(context.as_bytes());
+            line.copy_from_slice(context);
             head.copy_from_slice(input.head);
         }
         // A head larger than the buffer: write nothing, pass its true length

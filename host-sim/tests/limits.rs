@@ -279,12 +279,12 @@ impl SlowUpstream {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
-        let (open, most_open, accepted) = (Arc::default(), Arc::<AtomicUsize>::default(), Arc::default());
+        let (most_open, accepted) = (Arc::<AtomicUsize>::default(), Arc::default());
         let stop = Arc::<AtomicBool>::default();
         let thread = {
             let (most_open, accepted, stop) =
                 (Arc::clone(&most_open), Arc::clone(&accepted), Arc::clone(&stop));
-            std::thread::spawn(move || accept_and_hold(&listener, &open, &most_open, &accepted, &stop))
+            std::thread::spawn(move || accept_and_hold(&listener, &most_open, &accepted, &stop))
         };
         SlowUpstream { addr, most_open, accepted, stop, thread: Some(thread) }
     }
@@ -301,7 +301,6 @@ impl SlowUpstream {
 
 fn accept_and_hold(
     listener: &TcpListener,
-    open: &Arc<AtomicUsize>,
     most_open: &Arc<AtomicUsize>,
     accepted: &Arc<AtomicUsize>,
     stop: &Arc<AtomicBool>,
@@ -329,9 +328,8 @@ fn accept_and_hold(
             let _ = handle.set_read_timeout(Some(Duration::from_millis(50)));
             live.push(handle);
         }
-        let _ = open.fetch_add(1, Ordering::Relaxed);
         most_open.fetch_max(live.len(), Ordering::Relaxed);
-        let (open, stop) = (Arc::clone(open), Arc::clone(stop));
+        let stop = Arc::clone(stop);
         held.push(std::thread::spawn(move || {
             // Read what arrives, answer nothing, until the gateway closes.
             stream.set_nonblocking(false).unwrap();
@@ -345,7 +343,6 @@ fn accept_and_hold(
                     _ => {}
                 }
             }
-            open.fetch_sub(1, Ordering::Relaxed);
         }));
     }
     for thread in held {
