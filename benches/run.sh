@@ -18,7 +18,7 @@
 #   BENCH_WARMUP / BENCH_TIME   criterion warm-up and measurement seconds (1 / 2)
 #   BENCH_HTTP_RATES            requests per second for the HTTP runs ("2000 5000 10000 20000")
 #   BENCH_HTTP_SECONDS          seconds per HTTP run (4)
-#   BENCH_SKIP                  steps to skip: "http", "node" and/or "fixed-rate" (a quick look only: the
+#   BENCH_SKIP                  steps to skip: "http", "node" and/or "gateways" (a quick look only: the
 #                               report then says so, and their figures read "skipped")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +38,8 @@ started=$(date +%s)
 step() { echo; echo "==> [$(( $(date +%s) - started ))s] $*"; }
 skipped() { [[ "$skip" == *" $1 "* ]]; }
 for s in $skip; do
-  [ "$s" = http ] || [ "$s" = node ] || [ "$s" = fixed-rate ] \
-    || { echo "error: BENCH_SKIP: unknown step '$s' (http, node, fixed-rate)" >&2; exit 1; }
+  [ "$s" = http ] || [ "$s" = node ] || [ "$s" = gateways ] \
+    || { echo "error: BENCH_SKIP: unknown step '$s' (http, node, gateways)" >&2; exit 1; }
 done
 die() { echo "error: $*" >&2; exit 1; }
 
@@ -279,10 +279,10 @@ if skipped http; then echo "(http skipped)" | tee -a "$results/http-notes.txt"; 
   fi
 fi
 
-# ---- 6b. fixed-rate latency beside Envoy's jwt_authn ---------------------------
-if skipped fixed-rate; then echo "(fixed-rate skipped)"; else
-  step "6/7 fixed-rate latency: host-sim serve, workerd, Envoy jwt_authn (benches/fixed-rate.sh)"
-  bash benches/fixed-rate.sh
+# ---- 6b. the gateways side by side: host-sim, workerd, Envoy (filter, jwt_authn) -
+if skipped gateways; then echo "(gateways skipped)"; else
+  step "6/7 gateways side by side: host-sim serve, workerd, Envoy + filter, Envoy jwt_authn (benches/gateways.sh)"
+  bash benches/gateways.sh
 fi
 
 # ---- 7. report -----------------------------------------------------------------
@@ -290,9 +290,9 @@ echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$results/machine.env"
 echo "total_seconds=$(( $(date +%s) - started ))" >>"$results/machine.env"
 step "7/7 report: docs/PERFORMANCE.md"
 "$tool" report "$results" docs/PERFORMANCE.md
-# The fixed-rate table, with its command, as the last section.
-if [ -f "$results/fixed-rate.md" ]; then
-  { echo; echo "## 9. Latency at a fixed offered rate, beside Envoy's jwt_authn"; echo; cat "$results/fixed-rate.md"; } \
+# The gateways' tables, with their command, as the last section.
+if [ -f "$results/gateways.md" ]; then
+  { echo; echo "## 9. The gateways side by side: host-sim, workerd, Envoy with the filter, Envoy's jwt_authn"; echo; cat "$results/gateways.md"; } \
     >>docs/PERFORMANCE.md
 fi
 echo "==> done in $(( $(date +%s) - started ))s"

@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# The gateways side by side in one run, on loopback, each doing the same job
+# (verify an HS256 token for aud "orders", forward to one upstream with the
+# token removed and the subject in a header, or refuse with 401):
+#   host-sim          target/release/host-sim serve --wasm dist/gateway.wasm
+#   workerd           node_modules/.bin/workerd serve deploy/workerd/config.capnp
+#   envoy-filter      Envoy 1.40 with the gateway as a proxy-wasm filter
+#                     (dist/gateway-envoy.wasm on V8), its bootstrap rendered
+#                     from gateway.toml (target/release/envoy-filter)
+#   envoy-jwt-authn   Envoy 1.40 with its native jwt_authn filter, rendered
+#                     from gateway.toml (target/release/envoy-jwt-authn)
+#   envoy-router      Envoy 1.40 proxying without any token check: the
+#                     baseline that shows what a check costs Envoy (forward
+#                     case only; it would forward the "reject" request too)
+# All of them forward aud "orders" to one upstream, `host-sim upstream`.
+#   forward  a valid token for "orders": verified, forwarded, 200
+#   reject   the same token with another token's signature: the whole
+#            HS256 check runs and fails, 401 (every gateway checks the
+#            signature before it looks at the claims' audience or times)
+#
+# Two measurements, each gateway in turn, interleaved:
+#   1. fixed rate (open loop): the latency a client sees at a set offered
+#      rate, p50/p99/p99.9;
+#   2. closed loop: as many requests as the gateway takes over the same
+#      connections: requests per second, p50/p99, and the gateway process's
+#      CPU time per request (utime + stime from /proc, the process and its
+#      children, divided by the responses it gave).
+#
+# Load generator: oha (crates.io), installed into target/tools when missing
+# (once). It holds a rate with -q
+# and reports percentiles; --latency-correction measures each request from
+# the moment it was scheduled, not from when a connection was free to send
+# it, so a stall shows up in the percentiles instead of being left out
+# (coordinated omission).
+#
+# usage: bash benches/gateways.sh    (make bench runs it)
+#   GATEWAYS_RATES        offered requests per second ("5000 10000 20000")
+#   GATEWAYS_SECONDS      seconds per run (5)
+#   GATEWAYS_CONNECTIONS  oha connections (32)
+#   GATEWAYS              which to run ("host-sim workerd envoy-filter envoy-jwt-authn envoy-router")
+# Output: markdown on stdout and in target/bench-results/gateways.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rates=${GATEWAYS_RATES:-5000 10000 20000}
+secs=${GATEWAYS_SECONDS:-5}
+conns=${GATEWAYS_CONNECTIONS:-32}
+gateways=${GATEWAYS:-host-sim workerd envoy-filter envoy-jwt-authn envoy-router}
+oha_version=1.16.0
+results=target/bench-results
+out=$results/gateways.md
+host_sim=target/release/host-sim
+render=target/release/envoy-jwt-authn
+workerd=node_modules/.bin/workerd
+
+die() { echo "error: $*" >&2; exit 1; }
+note() { echo "==> $*" >&2; }
+[ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
+[[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] && [ "$secs" -le 60 ] || die "GATEWAYS_SECONDS must be 1 to 60"
+mkdir -p "$results"
+
+# The workspace's one release build (`make host`): the same command as
+# `make test`, so the features resolve the same and nothing is rebuilt.
+note "building host-sim and the Envoy renderers (release, the workspace's one build)"
+cargo test --workspace --release --no-run --quiet
+
+# oha, pinned; `cargo install` only when this version is not there yet.
+oha=target/tools/bin/oha
+if ! "$oha" --version 2>/dev/null | grep -q " $oha_version"; then
+  # Loopback HTTP needs no TLS, but oha builds only with one TLS stack: the
+  # system's OpenSSL (native-tls) when its headers are there, a few minutes;
+  # otherwise its default rustls on aws-lc, which compiles aws-lc from C
+  # (half an hour on a shared 2-core machine).
+  tls=()
+  pkg-config --exists openssl 2>/dev/null && tls=(--no-default-features --features native-tls)
+  note "installing oha $oha_version into target/tools (cargo install --locked ${tls[*]})"
+  cargo install --quiet --locked "${tls[@]}" oha --version "$oha_version" --root target/tools
+fi
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT INT TERM
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() { # port name pid log
+  for _ in $(seq 300); do
+    listening "$1" && return 0
+    kill -0 "$3" 2>/dev/null || die "$2 exited during start-up: $(tail -3 "$4")"
+    sleep 0.1
+  done
+  die "$2 did not listen on 127.0.0.1:$1 within 30 s"
+}
+start() { # name port log command...
+  local name=$1 port=$2 log=$3
+  shift 3
+  "$@" >"$log" 2>&1 &
+  pids+=($!)
+  wait_port "$port" "$name" "${pids[-1]}" "$log"
+}
+# CPU time of a process and its live children, in clock ticks.
+cpu_ticks() { # pid
+  local total=0 p
+  for p in $1 $(pgrep -P "$1" || true); do
+    [ -r "/proc/$p/stat" ] || continue
+    # Fields after the command name (which may hold spaces): utime is the
+    # 12th, stime the 13th.
+    read -r ut st < <(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')
+    total=$((total + ut + st))
+  done
+  echo "$total"
+}
+
+up_port=$(free_port)
+start upstream "$up_port" "$results/gateways-upstream.log" "$host_sim" upstream --listen "127.0.0.1:$up_port"
+orders_upstream=$(python3 -c '
+import tomllib
+routes = tomllib.load(open("gateway.toml", "rb")).get("routes", [])
+print(next((r["upstream"].rstrip("/") for r in routes if r.get("aud") == "orders"), ""))')
+[ -n "$orders_upstream" ] || die "gateway.toml has no route for aud \"orders\""
+orders_origin=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(f"{p.scheme}://{p.netloc}")' "$orders_upstream")
+
+forward_token=$("$host_sim" token --aud orders --sub load --exp-in 3600)
+other_token=$("$host_sim" token --aud billing --sub load --exp-in 3600)
+reject_token="${forward_token%.*}.${other_token##*.}"
+
+declare -A port commands pid_of
+for gateway in $gateways; do
+  port[$gateway]=$(free_port)
+  p=${port[$gateway]}
+  case $gateway in
+    host-sim)
+      cmd=("$host_sim" serve --listen "127.0.0.1:$p" --wasm dist/gateway.wasm
+        --upstream-override "orders=http://127.0.0.1:$up_port")
+      ;;
+    workerd)
+      [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
+      export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
+      cmd=("$workerd" serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$p")
+      ;;
+    envoy-filter | envoy-jwt-authn | envoy-router)
+      envoy=$(bash deploy/envoy/install.sh | tail -1)
+      yaml=$results/$gateway.yaml
+      if [ "$gateway" = envoy-filter ]; then
+        [ -f dist/gateway-envoy.wasm ] || die "dist/gateway-envoy.wasm is missing: run 'make worker'"
+        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$PWD/dist/gateway-envoy.wasm" \
+          --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
+      else
+        target/release/envoy-jwt-authn --listen "127.0.0.1:$p" \
+          --upstream-override "orders=http://127.0.0.1:$up_port" --out "$yaml"
+      fi
+      if [ "$gateway" = envoy-router ]; then
+        # The jwt_authn bootstrap without its checks: the router alone,
+        # every request to the orders cluster.
+        python3 - "$yaml" "127.0.0.1:$up_port" <<'PY'
+import sys, yaml
+path, cluster = sys.argv[1], sys.argv[2]
+doc = yaml.safe_load(open(path))
+hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.router"]
+vhost = hcm["route_config"]["virtual_hosts"][0]
+vhost.pop("request_headers_to_remove", None)
+vhost["routes"] = [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "host_rewrite_literal": cluster}}]
+yaml.safe_dump(doc, open(path, "w"), sort_keys=False)
+PY
+      fi
+      cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
+      ;;
+    *) die "unknown gateway $gateway (host-sim, workerd, envoy-filter, envoy-jwt-authn, envoy-router)" ;;
+  esac
+  commands[$gateway]="${cmd[*]}"
+  note "starting $gateway on 127.0.0.1:$p"
+  start "$gateway" "$p" "$results/gateways-$gateway.log" "${cmd[@]}"
+  pid_of[$gateway]=${pids[-1]}
+done
+
+# The cases a gateway runs: envoy-router checks nothing, so it has no reject.
+cases_of() { [ "$1" = envoy-router ] && echo forward || echo "forward reject"; }
+
+# One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
+# An empty rate runs closed loop (as fast as the gateway answers).
+measure() { # url token rate seconds expected_status
+  local json rate_args=()
+  [ -n "$3" ] && rate_args=(--latency-correction -q "$3")
+  json=$(timeout $(($4 + 30)) "$oha" --no-tui --output-format json "${rate_args[@]}" \
+    -w -z "${4}s" -c "$conns" -H "Authorization: Bearer $2" "$1")
+  python3 -c '
+import json, sys
+r = json.loads(sys.argv[1]); expected = sys.argv[2]
+p = r["latencyPercentiles"]; codes = r.get("statusCodeDistribution", {})
+answered = sum(codes.values()); total = answered + sum(r.get("errorDistribution", {}).values())
+ms = lambda v: "%.2f" % (v * 1000) if v is not None else "n/a"
+print("%.0f" % r["summary"]["requestsPerSec"], ms(p["p50"]), ms(p["p99"]), ms(p["p99.9"]),
+      "%.1f" % (100.0 * codes.get(expected, 0) / total if total else 0), answered)
+' "$json" "$5"
+}
+case_args() { # case -> "token status"
+  if [ "$1" = forward ]; then echo "$forward_token 200"; else echo "$reject_token 401"; fi
+}
+url_of() { echo "http://127.0.0.1:${port[$1]}/orders/1?q=load"; }
+
+note "warming up each gateway (1 s at 2000 req/s per case)"
+for gateway in $gateways; do
+  for case in $(cases_of "$gateway"); do
+    read -r token status < <(case_args "$case")
+    measure "$(url_of "$gateway")" "$token" 2000 1 "$status" >/dev/null
+  done
+done
+
+# Gateways interleaved at each rate, so that a noisy moment on this shared
+# machine touches all of them alike; the tables are sorted afterwards.
+fixed_rows=()
+for rate in $rates; do
+  for case in forward reject; do
+    for gateway in $gateways; do
+      [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
+      read -r token status < <(case_args "$case")
+      note "fixed rate: $gateway $case at $rate req/s for ${secs}s"
+      read -r achieved p50 p99 p999 ok _ < <(measure "$(url_of "$gateway")" "$token" "$rate" "$secs" "$status") || true
+      [ -n "${ok:-}" ] || die "oha gave no result for $gateway $case at $rate req/s"
+      fixed_rows+=("$gateway|$case|$rate|$achieved|$p50|$p99|$p999|$ok% $status")
+    done
+  done
+done
+
+closed_rows=()
+hz=$(getconf CLK_TCK)
+for case in forward reject; do
+  for gateway in $gateways; do
+    [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
+    read -r token status < <(case_args "$case")
+    note "closed loop: $gateway $case for ${secs}s"
+    before=$(cpu_ticks "${pid_of[$gateway]}")
+    read -r achieved p50 p99 _ ok answered < <(measure "$(url_of "$gateway")" "$token" "" "$secs" "$status") || true
+    after=$(cpu_ticks "${pid_of[$gateway]}")
+    [ -n "${answered:-}" ] || die "oha gave no result for $gateway $case in closed loop"
+    cpu_us=$(python3 -c 'import sys; t, hz, n = map(float, sys.argv[1:]); print("%.1f" % (t / hz * 1e6 / n) if n else "n/a")' \
+      "$((after - before))" "$hz" "$answered")
+    closed_rows+=("$gateway|$case|$achieved|$p50|$p99|$cpu_us|$ok% $status")
+  done
+done
+
+# The rows of one table in gateway, case (and rate) order, as markdown.
+# Each row is "gateway|case|..."; with_rate: its third field is the rate.
+sorted_rows() { # with_rate rows...
+  local gateway case rate row key
+  for gateway in $gateways; do
+    for case in forward reject; do
+      for rate in $rates; do
+        [ "$1" = with_rate ] && key="$gateway|$case|$rate|" || key="$gateway|$case|"
+        for row in "${@:2}"; do
+          if [[ "$row" == "$key"* ]]; then echo "| ${row//|/ | } |"; fi
+        done
+        if [ "$1" != with_rate ]; then break; fi
+      done
+    done
+  done
+}
+
+{
+  echo "oha $oha_version, $conns connections; $(nproc) cores shared by oha, the gateway and the upstream;"
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'); load before: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  echo '```'
+  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_CONNECTIONS=$conns bash benches/gateways.sh"
+  echo "fixed rate:  oha --no-tui --output-format json --latency-correction -q RATE -w -z ${secs}s -c $conns -H 'Authorization: Bearer TOKEN' http://127.0.0.1:PORT/orders/1?q=load"
+  echo "closed loop: the same without --latency-correction -q RATE"
+  echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"
+  for gateway in $gateways; do
+    echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g"
+  done
+  [[ " $gateways " == *" workerd "* ]] && echo "workerd: GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
+  [[ " $gateways " == *" envoy-router "* ]] && echo "envoy-router: the envoy-jwt-authn bootstrap with only the router filter and one route to the upstream"
+  echo '```'
+  echo
+  echo "### At a fixed offered rate (open loop, corrected for coordinated omission)"
+  echo
+  echo "| gateway | case | offered req/s | achieved req/s | p50 ms | p99 ms | p99.9 ms | expected status |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  sorted_rows with_rate "${fixed_rows[@]}"
+  echo
+  echo "### As fast as they go (closed loop), with the gateway's CPU time per request"
+  echo
+  echo "| gateway | case | requests/s | p50 ms | p99 ms | gateway CPU µs/request | expected status |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  sorted_rows without_rate "${closed_rows[@]}"
+} | tee "$out"
+note "written to $out"
