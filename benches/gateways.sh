@@ -41,6 +41,7 @@
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/loopback.sh
 
 rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
@@ -53,7 +54,6 @@ host_sim=target/release/host-sim
 render=target/release/envoy-jwt-authn
 workerd=node_modules/.bin/workerd
 
-die() { echo "error: $*" >&2; exit 1; }
 note() { echo "==> $*" >&2; }
 [ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
 [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] && [ "$secs" -le 60 ] || die "GATEWAYS_SECONDS must be 1 to 60"
@@ -77,30 +77,6 @@ if ! "$oha" --version 2>/dev/null | grep -q " $oha_version"; then
   cargo install --quiet --locked "${tls[@]}" oha --version "$oha_version" --root target/tools
 fi
 
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT INT TERM
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_port() { # port name pid log
-  for _ in $(seq 300); do
-    listening "$1" && return 0
-    kill -0 "$3" 2>/dev/null || die "$2 exited during start-up: $(tail -3 "$4")"
-    sleep 0.1
-  done
-  die "$2 did not listen on 127.0.0.1:$1 within 30 s"
-}
-start() { # name port log command...
-  local name=$1 port=$2 log=$3
-  shift 3
-  "$@" >"$log" 2>&1 &
-  pids+=($!)
-  wait_port "$port" "$name" "${pids[-1]}" "$log"
-}
 # CPU time of a process and its live children, in clock ticks.
 cpu_ticks() { # pid
   local total=0 p
@@ -174,7 +150,7 @@ PY
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
   start "$gateway" "$p" "$results/gateways-$gateway.log" "${cmd[@]}"
-  pid_of[$gateway]=${pids[-1]}
+  pid_of[$gateway]=$(started_pid)
 done
 
 # The cases a gateway runs: envoy-router checks nothing, so it has no reject.

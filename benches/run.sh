@@ -8,7 +8,8 @@
 #   3. per-call latency histograms (native, wasmtime, microservice)
 #   4. Node.js: the module through WebAssembly and plain JavaScript
 #   5. cold start: whole processes (hyperfine, /usr/bin/time -v)
-#   6. HTTP: host-sim serve and workerd at fixed rates
+#   6. HTTP: host-sim serve and workerd at fixed rates with the mix; then
+#      benches/gateways.sh: every gateway incl. Envoy, fixed rate and closed loop
 #   7. the report (benches/report.md.tmpl filled by `bench-tool report`)
 #
 # A benchmark that fails stops the run with its error; a figure the report
@@ -269,14 +270,6 @@ if skipped http; then echo "(http skipped)" | tee -a "$results/http-notes.txt"; 
   done
   cleanup
   pids=()
-  # Closed loop, as many requests as the servers take: deploy/workerd's own
-  # load script (wrk, two scenarios), when it is there.
-  if [ -f deploy/workerd/load.sh ]; then
-    echo "  closed loop: LOAD_SECONDS=3 bash deploy/workerd/load.sh"
-    LOAD_SECONDS=3 timeout 300 bash deploy/workerd/load.sh >"$results/wrk.md" 2>"$results/wrk.err" \
-      || echo "note: deploy/workerd/load.sh failed: $(tail -1 "$results/wrk.err")" | tee -a "$results/http-notes.txt"
-    grep '^|' "$results/wrk.md" | sed 's/^/    /' || true
-  fi
 fi
 
 # ---- 6b. the gateways side by side: host-sim, workerd, Envoy (filter, jwt_authn) -

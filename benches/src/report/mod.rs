@@ -659,7 +659,6 @@ fn http(v: &mut Values, r: &Results) -> Option<(&'static str, String)> {
     if r.skipped(HTTP_STEP) {
         let skipped = "Not measured in this run: the HTTP step was skipped (`BENCH_SKIP=http`).\n";
         v.set("http_table", skipped);
-        v.set("wrk_table", skipped);
         return None;
     }
     let round_trips: Vec<&Series> = r.http.iter().filter(|s| s.group == "http").collect();
@@ -693,12 +692,6 @@ fn http(v: &mut Values, r: &Results) -> Option<(&'static str, String)> {
     }
     let not_measured = "Not measured in this run (see the notes above).\n";
     v.set("http_table", if round_trips.is_empty() { not_measured.into() } else { table.to_markdown() });
-    let wrk: String = r
-        .texts
-        .get("wrk.md")
-        .map(|text| text.lines().filter(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect())
-        .unwrap_or_default();
-    v.set("wrk_table", if wrk.is_empty() { not_measured.into() } else { wrk });
     Some(("http-latency.svg", svg::percentile_chart("HTTP round trip on loopback", &round_trips)))
 }
 

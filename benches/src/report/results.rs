@@ -70,7 +70,7 @@ pub struct Results {
     pub latency: Vec<Series>,
     /// The HTTP series of `bench-tool load`.
     pub http: Vec<Series>,
-    /// Text files by name: `http-notes.txt`, `wrk.md`, `cold-process.txt`.
+    /// Text files by name: `http-notes.txt`, `cold-process.txt`.
     pub texts: BTreeMap<&'static str, String>,
     /// `corpus.json`, digested.
     pub corpus: Option<Corpus>,
@@ -182,7 +182,7 @@ impl Results {
         };
         let mut latency = series(read_json(&dir.join("latency.json")));
         latency.extend(series(node.map(|n| n["series"].clone())));
-        let texts = ["http-notes.txt", "wrk.md", "cold-process.txt"]
+        let texts = ["http-notes.txt", "cold-process.txt"]
             .into_iter()
             .filter_map(|name| Some((name, text(name)?)))
             .collect();
