@@ -27,9 +27,18 @@ impl ErrorCode {
     }
 }
 
+/// The reason for [`Rejection::UnsupportedAlgorithm`]: the HS256-only
+/// build names its one algorithm; a build with more names none, since the
+/// accepted one depends on the key.
+const UNSUPPORTED_ALGORITHM: &str = if cfg!(any(feature = "rs256", feature = "es256", feature = "eddsa")) {
+    "alg not accepted for this key"
+} else {
+    "alg must be HS256"
+};
+
 /// Generates [`Rejection`] from rows of `doc, Variant => (status, code, reason)`.
 macro_rules! rejections {
-    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal),)+) => {
+    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:expr),)+) => {
         /// Why a request was not forwarded. Variants carry no data, so a
         /// rejection is one byte and its reason a static string.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,8 +143,9 @@ rejections! {
     /// The JOSE header is not strict JSON (RFC 8259, nested at most 16 deep)
     /// or not an object of the expected shape.
     MalformedHeader => (401, TOKEN, "malformed token header"),
-    /// `alg` is missing or not exactly `HS256`.
-    UnsupportedAlgorithm => (401, TOKEN, "alg must be HS256"),
+    /// `alg` is missing, names an algorithm this build does not verify, or
+    /// is not the algorithm of the key `kid` selects.
+    UnsupportedAlgorithm => (401, TOKEN, UNSUPPORTED_ALGORITHM),
     /// `typ` is present and neither `JWT` nor `at+jwt`.
     UnsupportedType => (401, TOKEN, "typ must be JWT or at+jwt"),
     /// The header carries `crit`, which this gateway does not understand.
@@ -211,7 +221,7 @@ mod tests {
         (Rejection::MalformedToken, 401, "invalid_token", "token is not a compact JWS"),
         (Rejection::BadEncoding, 401, "invalid_token", "token is not canonical base64url"),
         (Rejection::MalformedHeader, 401, "invalid_token", "malformed token header"),
-        (Rejection::UnsupportedAlgorithm, 401, "invalid_token", "alg must be HS256"),
+        (Rejection::UnsupportedAlgorithm, 401, "invalid_token", UNSUPPORTED_ALGORITHM),
         (Rejection::UnsupportedType, 401, "invalid_token", "typ must be JWT or at+jwt"),
         (Rejection::CriticalHeader, 401, "invalid_token", "crit header not supported"),
         (Rejection::UnknownKey, 401, "invalid_token", "unknown kid"),
