@@ -589,3 +589,57 @@ fn per_token_time() {
         );
     }
 }
+
+/// Per-request time of each algorithm through the real module in wasmtime
+/// (a fresh instance per request, and one instance reused), with the whole
+/// request path. A measurement, not a check: `cargo test --release -p
+/// gateway-security --test algorithms -- --ignored --nocapture
+/// per_request_time_in_wasmtime`; `GATEWAY_ALGORITHMS_WASM` names another
+/// module built from `testkit/fixture-algorithms.toml`. An algorithm whose
+/// token does not fit the module's token buffer is reported as such.
+#[test]
+#[ignore = "a measurement: run it by name"]
+fn per_request_time_in_wasmtime() {
+    use host_sim::contract::Decision;
+    use host_sim::engine::{EngineOptions, ModuleSource};
+    use host_sim::instance::{Reusable, Runtime};
+    use std::time::Instant;
+
+    let path = std::env::var_os("GATEWAY_ALGORITHMS_WASM")
+        .map_or_else(|| root().join("target/fixture/gateway-algorithms.wasm"), PathBuf::from);
+    let options = EngineOptions { no_deadline: true, ..EngineOptions::default() };
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(path), 1).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let short = serde_json::json!({"iss": ISSUER, "aud": "users", "exp": now + 600});
+    let mut tokens = vec![(
+        "HS256".to_owned(),
+        gateway_security::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &short.to_string()),
+    )];
+    tokens.extend(signers().iter().map(|s| (s.kid.to_owned(), mint(s, &short))));
+    let rounds = 300;
+    for (name, token) in tokens {
+        let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n");
+        match runtime.decide_fresh(head.as_bytes(), now as f64).unwrap() {
+            Decision::Forward(_) => {}
+            Decision::Reject(r) => {
+                eprintln!("{name:<9} not measured: {} {} ({} token bytes)", r.status, r.reason, token.len());
+                continue;
+            }
+        }
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(runtime.decide_fresh(head.as_bytes(), now as f64).unwrap());
+        }
+        let fresh = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        let mut reusable = Reusable::default();
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(runtime.decide_reused(&mut reusable, head.as_bytes(), now as f64).unwrap());
+        }
+        let reused = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        eprintln!(
+            "{name:<9} fresh {fresh:>8.1} us   reused {reused:>8.1} us   ({} token bytes)",
+            token.len()
+        );
+    }
+}
