@@ -6,6 +6,7 @@
 # Environment:
 #   GATEWAY_CONFIG  the gateway config to compile in (default: gateway.toml)
 #   WASM_OUT        where to write the filter (default: dist/gateway-envoy.wasm)
+#   WORKER_FEATURES the algorithms beside HS256 (rs256, es256, eddsa), as for build/worker.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,9 @@ wasm_opt=node_modules/.bin/wasm-opt
 
 export GATEWAY_CONFIG="${GATEWAY_CONFIG:-gateway.toml}"
 echo "==> cargo rustc -p gateway-envoy-filter --profile wasm (proxy-wasm 0.2, config $GATEWAY_CONFIG)"
-cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile wasm --quiet
+features=${WORKER_FEATURES:-}
+cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile wasm --quiet \
+  ${features:+--features "$features"}
 
 mkdir -p "$(dirname "$out")"
 # The features rustc enables by default for wasm32-unknown-unknown; Envoy's V8 supports them.

@@ -8,6 +8,9 @@
 #   BUDGET_BYTES    the size budget (default: 184320, i.e. 180 KiB)
 #   WORKER_PROFILE  size (default: cargo profile 'wasm', wasm-opt -Oz) or
 #                   speed (cargo profile 'wasm-speed', opt-level 3, wasm-opt -O3)
+#   WORKER_FEATURES the algorithms beside HS256 to build in, comma-separated:
+#                   rs256, es256, eddsa (default: none, the HS256 module). A
+#                   config with a key for an algorithm left out is refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,17 +33,18 @@ config=${GATEWAY_CONFIG:-gateway.toml}
 cargo run --quiet --release -p gateway-config --bin check-config -- "$config"
 export GATEWAY_CONFIG="$config"
 
-echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level, LTO, 1 codegen unit, panic abort, 32 KiB stack)"
-cargo worker-wasm --profile "$cargo_profile" --quiet
+features=${WORKER_FEATURES:-}
+echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level, LTO, 1 codegen unit, panic abort, 32 KiB stack)${features:+, features $features}"
+cargo worker-wasm --profile "$cargo_profile" --quiet ${features:+--features "$features"}
 
 mkdir -p "$(dirname "$out")"
 raw_copy="${out%.wasm}.raw.wasm"
 cp "$raw" "$raw_copy"
 # The features rustc enables by default for wasm32-unknown-unknown; wasmtime
 # and V8 (workerd, Node.js) support all of them.
-features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
+wasm_features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
 echo "==> wasm-opt $wasm_opt_level ($("$wasm_opt" --version))"
-"$wasm_opt" "${features[@]}" "$wasm_opt_level" --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
+"$wasm_opt" "${wasm_features[@]}" "$wasm_opt_level" --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
 
 node build/check-module.mjs "$out" "$budget" "$(stat -c %s "$raw_copy")"

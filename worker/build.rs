@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+use gateway_config::PublicAlg;
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let path = match std::env::var_os("GATEWAY_CONFIG") {
@@ -18,13 +20,24 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GATEWAY_CONFIG");
     println!("cargo:rerun-if-changed={}", path.display());
 
-    let config = match gateway_config::load(&path) {
+    // The algorithms beside HS256 that this build has (its cargo features):
+    // a config with a key for another one is refused rather than compiled
+    // without it.
+    let built: Vec<PublicAlg> = [PublicAlg::Rs256, PublicAlg::Es256, PublicAlg::EdDsa]
+        .into_iter()
+        .filter(|alg| std::env::var_os(format!("CARGO_FEATURE_{}", alg.feature().to_uppercase())).is_some())
+        .collect();
+    let config = match gateway_config::load(&path).and_then(|c| c.check_algorithms(&path, &built).map(|()| c))
+    {
         Ok(config) => config,
         Err(e) => {
             eprintln!("error: {e}");
             std::process::exit(1);
         }
     };
+    for key in &config.public_keys {
+        println!("cargo:rerun-if-changed={}", key.file.display());
+    }
     for key in &config.keys {
         match &key.source {
             gateway_config::KeySource::Env(var) => println!("cargo:rerun-if-env-changed={var}"),

@@ -50,8 +50,7 @@ fn worker_token(token: &[u8], now: u64) -> Option<&'static str> {
     let parts = jws::split(token).ok()?;
     let header_json = jws::decode(parts.header, &mut arena).ok()?;
     let key = header::select_key(header_json, COMPILED.keys).ok()?;
-    let tag = jws::decode_signature(parts.signature).ok()?;
-    signature::verify(key.secret, parts.signing_input, &tag).ok()?;
+    signature::verify_jws(key, parts.signing_input, parts.signature).ok()?;
     let claims_json = jws::decode(parts.payload, &mut arena).ok()?;
     claims::check(claims_json, now, &COMPILED).ok().map(|g| g.route.origin)
 }

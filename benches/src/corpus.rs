@@ -58,7 +58,7 @@ pub fn config() -> &'static GatewayConfig {
         let path = config_path();
         let config = gateway_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let first = config.keys.first().map(|k| (k.kid.as_str(), k.secret()));
-        let compiled = COMPILED.keys.first().map(|k| (k.kid, k.secret));
+        let compiled = COMPILED.keys.first().and_then(|k| k.as_hs256()).map(|k| (k.kid, k.secret));
         let audiences: Vec<&str> = config.routes.iter().map(|r| r.aud.as_str()).collect();
         let compiled_audiences: Vec<&str> = COMPILED.routes.iter().map(|r| r.audience).collect();
         assert!(

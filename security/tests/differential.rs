@@ -455,7 +455,7 @@ fn header_difference(header: &[u8]) -> Option<&'static str> {
         return Some("typ other than JWT or at+jwt");
     }
     if let Some(Value::String(kid)) = parsed("kid")
-        && config().keys.iter().all(|k| k.kid != kid)
+        && config().keys.iter().all(|k| k.kid() != kid)
     {
         return Some("kid naming no configured key");
     }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use gateway_config::GatewayConfig;
-use worker::config::{Config, Key, Route};
+use worker::config::{Config, Key, Route, VerifyingKey};
 
 /// The fixture's configuration file.
 pub fn toml_path() -> PathBuf {
@@ -40,10 +40,15 @@ pub fn worker_config() -> &'static Config<'static> {
     CONFIG.get_or_init(|| {
         let loaded = config();
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-        let keys: Vec<Key<'static>> = loaded
+        let keys: Vec<VerifyingKey<'static>> = loaded
             .keys
             .iter()
-            .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
+            .map(|k| {
+                VerifyingKey::Hs256(Key {
+                    kid: leak(&k.kid),
+                    secret: Box::leak(k.secret().to_vec().into_boxed_slice()),
+                })
+            })
             .collect();
         let routes: Vec<Route<'static>> = loaded
             .routes

@@ -4,6 +4,8 @@
 
 use core::fmt;
 
+use crate::signature::Alg;
+
 /// What the gateway checks and where it routes.
 #[derive(Debug, Clone, Copy)]
 pub struct Config<'c> {
@@ -18,11 +20,67 @@ pub struct Config<'c> {
     /// the peer address; more keeps it and appends the peer, as Envoy's
     /// `xff_num_trusted_hops` does.
     pub trusted_proxy_hops: u32,
-    /// HS256 keys by kid.
-    pub keys: &'c [Key<'c>],
+    /// Keys by kid, each with its algorithm.
+    pub keys: &'c [VerifyingKey<'c>],
     /// Routes sorted by audience in byte order, without duplicates (the build
     /// guarantees it; [`Config::routes_are_sorted`] checks it).
     pub routes: &'c [Route<'c>],
+}
+
+/// One key and the one algorithm it verifies. Built from `gateway.toml` at
+/// build time, in the form its algorithm computes with: no key is parsed
+/// while a request waits.
+#[derive(Debug, Clone, Copy)]
+pub enum VerifyingKey<'c> {
+    /// An HMAC secret: verifies HS256 only.
+    Hs256(Key<'c>),
+    /// An RSA public key: verifies RS256 only.
+    #[cfg(feature = "rs256")]
+    Rs256(crate::signature::rs256::RsaKey<'c>),
+    /// A P-256 public key: verifies ES256 only.
+    #[cfg(feature = "es256")]
+    Es256(crate::signature::es256::EcKey<'c>),
+    /// An Ed25519 public key: verifies EdDSA only.
+    #[cfg(feature = "eddsa")]
+    EdDsa(crate::signature::eddsa::EdKey<'c>),
+}
+
+impl<'c> VerifyingKey<'c> {
+    /// The `kid` that selects the key.
+    pub fn kid(&self) -> &'c str {
+        match self {
+            VerifyingKey::Hs256(key) => key.kid,
+            #[cfg(feature = "rs256")]
+            VerifyingKey::Rs256(key) => key.kid,
+            #[cfg(feature = "es256")]
+            VerifyingKey::Es256(key) => key.kid,
+            #[cfg(feature = "eddsa")]
+            VerifyingKey::EdDsa(key) => key.kid,
+        }
+    }
+
+    /// The one algorithm the key verifies.
+    pub fn alg(&self) -> Alg {
+        match self {
+            VerifyingKey::Hs256(_) => Alg::Hs256,
+            #[cfg(feature = "rs256")]
+            VerifyingKey::Rs256(_) => Alg::Rs256,
+            #[cfg(feature = "es256")]
+            VerifyingKey::Es256(_) => Alg::Es256,
+            #[cfg(feature = "eddsa")]
+            VerifyingKey::EdDsa(_) => Alg::EdDsa,
+        }
+    }
+
+    /// The HMAC key, when this is one (benches and tests reach the HS256
+    /// path directly).
+    pub fn as_hs256(&self) -> Option<&Key<'c>> {
+        match self {
+            VerifyingKey::Hs256(key) => Some(key),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
 }
 
 /// One HS256 key.
@@ -71,7 +129,7 @@ mod tests {
     fn compiled_config_is_sorted_and_has_keys() {
         assert!(COMPILED.routes_are_sorted());
         assert!(!COMPILED.keys.is_empty());
-        assert!(COMPILED.keys.iter().all(|k| k.secret.len() >= 32));
+        assert!(COMPILED.keys.iter().filter_map(VerifyingKey::as_hs256).all(|k| k.secret.len() >= 32));
     }
 
     #[test]

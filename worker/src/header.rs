@@ -1,7 +1,10 @@
 //! Phase 3a, header: the JOSE header, and the key it selects.
 //!
-//! RFC 8725 section 3.1: the algorithm is fixed, not negotiated. `alg` must be
-//! exactly `HS256` (so `none`, `None`, `hs256`, `HS512`, `RS256` are refused),
+//! RFC 8725 section 3.1: the algorithm is fixed, not negotiated. `alg` must
+//! name an algorithm this build verifies, byte for byte (`HS256`, and with
+//! their features `RS256`, `ES256`, `EdDSA`; so `none`, `None`, `hs256`,
+//! `HS512` are refused), and it must equal the algorithm of the key `kid`
+//! selects: each key verifies one algorithm, fixed at build time.
 //! `typ`, when present, must be `JWT` or `at+jwt` (RFC 9068), compared
 //! case-insensitively, and `crit` is refused because this gateway understands
 //! no extension (RFC 7515 section 4.1.11). `kid` selects the key; without
@@ -10,9 +13,10 @@
 
 use serde::Deserialize;
 
-use crate::config::Key;
+use crate::config::VerifyingKey;
 use crate::json;
 use crate::reject::Rejection;
+use crate::signature::Alg;
 
 /// The header members the gateway reads. Unknown members are ignored;
 /// duplicate members make serde refuse the header.
@@ -38,16 +42,18 @@ impl<'de> Deserialize<'de> for Present {
     }
 }
 
-/// Checks the decoded header JSON and returns the key it selects.
-pub fn select_key<'c>(header_json: &[u8], keys: &'c [Key<'c>]) -> Result<&'c Key<'c>, Rejection> {
+/// Checks the decoded header JSON and returns the key it selects, which is
+/// always a key of the algorithm the header names.
+pub fn select_key<'c>(
+    header_json: &[u8],
+    keys: &'c [VerifyingKey<'c>],
+) -> Result<&'c VerifyingKey<'c>, Rejection> {
     if !json::is_strict(header_json) {
         return Err(Rejection::MalformedHeader);
     }
     let (header, _) =
         serde_json_core::from_slice::<RawHeader<'_>>(header_json).map_err(|_| Rejection::MalformedHeader)?;
-    if header.alg != Some("HS256") {
-        return Err(Rejection::UnsupportedAlgorithm);
-    }
+    let alg = header.alg.and_then(Alg::from_name).ok_or(Rejection::UnsupportedAlgorithm)?;
     if let Some(typ) = header.typ
         && !typ.eq_ignore_ascii_case("JWT")
         && !typ.eq_ignore_ascii_case("at+jwt")
@@ -57,24 +63,32 @@ pub fn select_key<'c>(header_json: &[u8], keys: &'c [Key<'c>]) -> Result<&'c Key
     if header.crit.0 {
         return Err(Rejection::CriticalHeader);
     }
-    match (header.kid, keys) {
-        (Some(kid), _) => keys.iter().find(|key| key.kid == kid).ok_or(Rejection::UnknownKey),
-        (None, [only]) => Ok(only),
-        (None, _) => Err(Rejection::KeyIdRequired),
+    let key = match (header.kid, keys) {
+        (Some(kid), _) => keys.iter().find(|key| key.kid() == kid).ok_or(Rejection::UnknownKey)?,
+        (None, [only]) => only,
+        (None, _) => return Err(Rejection::KeyIdRequired),
+    };
+    // The key decides the algorithm; the header only has to agree with it
+    // (RFC 8725 section 3.1): an HS256 header never reaches an RSA key.
+    if key.alg() != alg {
+        return Err(Rejection::UnsupportedAlgorithm);
     }
+    Ok(key)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const KEYS: &[Key<'static>] = &[
-        Key { kid: "k1", secret: b"0123456789abcdef0123456789abcdef" },
-        Key { kid: "k2", secret: b"fedcba9876543210fedcba9876543210" },
+    use crate::config::Key;
+
+    const KEYS: &[VerifyingKey<'static>] = &[
+        VerifyingKey::Hs256(Key { kid: "k1", secret: b"0123456789abcdef0123456789abcdef" }),
+        VerifyingKey::Hs256(Key { kid: "k2", secret: b"fedcba9876543210fedcba9876543210" }),
     ];
 
     fn kid_of(json: &str) -> Result<&'static str, Rejection> {
-        select_key(json.as_bytes(), KEYS).map(|k| k.kid)
+        select_key(json.as_bytes(), KEYS).map(|k| k.kid())
     }
 
     macro_rules! cases {
@@ -122,6 +136,6 @@ mod tests {
     fn a_single_key_needs_no_kid() {
         let only = &KEYS[..1];
         let key = select_key(br#"{"alg":"HS256"}"#, only).expect("single key");
-        assert_eq!(key.kid, "k1");
+        assert_eq!(key.kid(), "k1");
     }
 }

@@ -68,14 +68,22 @@ pub fn decode<'a>(part: &[u8], arena: &mut Arena<'a>) -> Result<&'a [u8], Reject
     Ok(&buf[..len])
 }
 
-/// Decodes a signature part that must hold exactly 32 bytes (43 characters).
-pub fn decode_signature(part: &[u8]) -> Result<[u8; 32], Rejection> {
-    let mut signature = [0u8; 32];
-    if part.len() != 43 {
+/// Decodes a signature part that must hold exactly `N` bytes: 32 (43
+/// characters) for HS256, 64 (86 characters) for ES256 and EdDSA.
+pub fn decode_signature<const N: usize>(part: &[u8]) -> Result<[u8; N], Rejection> {
+    let mut signature = [0u8; N];
+    decode_exact(part, &mut signature)?;
+    Ok(signature)
+}
+
+/// Decodes a signature part that must fill `out` exactly (an RS256
+/// signature is as long as the key's modulus).
+pub fn decode_exact(part: &[u8], out: &mut [u8]) -> Result<(), Rejection> {
+    if part.len() != (out.len() * 4).div_ceil(3) {
         return Err(Rejection::BadSignature);
     }
-    match URL_SAFE_NO_PAD.decode_slice(part, &mut signature) {
-        Ok(32) => Ok(signature),
+    match URL_SAFE_NO_PAD.decode_slice(part, out) {
+        Ok(len) if len == out.len() => Ok(()),
         Ok(_) => Err(Rejection::BadSignature),
         Err(_) => Err(Rejection::BadEncoding),
     }
@@ -127,9 +135,22 @@ mod tests {
     fn signature_must_be_32_bytes() {
         let good = [b'A'; 43];
         assert_eq!(decode_signature(&good), Ok([0u8; 32]));
-        assert_eq!(decode_signature(&good[..42]), Err(Rejection::BadSignature));
+        assert_eq!(decode_signature::<32>(&good[..42]), Err(Rejection::BadSignature));
         let mut non_canonical = good;
         non_canonical[42] = b'B';
-        assert_eq!(decode_signature(&non_canonical), Err(Rejection::BadEncoding));
+        assert_eq!(decode_signature::<32>(&non_canonical), Err(Rejection::BadEncoding));
+    }
+
+    #[test]
+    fn signatures_are_decoded_at_their_exact_size() {
+        let sixty_four = [b'A'; 86];
+        assert_eq!(decode_signature(&sixty_four), Ok([0u8; 64]));
+        assert_eq!(decode_signature::<64>(&sixty_four[..85]), Err(Rejection::BadSignature));
+        assert_eq!(decode_signature::<32>(&sixty_four), Err(Rejection::BadSignature));
+        // A 2048-bit RSA signature: 256 bytes, 342 characters.
+        let mut out = [1u8; 256];
+        assert_eq!(decode_exact(&[b'A'; 342], &mut out), Ok(()));
+        assert_eq!(out, [0u8; 256]);
+        assert_eq!(decode_exact(&[b'A'; 343], &mut out), Err(Rejection::BadSignature));
     }
 }

@@ -11,8 +11,8 @@
 //! | parse | [`request`] | request head (httparse, zero-copy), framing and `Host` checks, the one bearer token |
 //! | target | [`target`] | the request target normalized, confined, or refused |
 //! | split | [`jws`] | compact JWS parts, canonical base64url |
-//! | header | [`header`] | strict JSON ([`json`]); `alg` exactly HS256, `typ`, `crit`, key by `kid` |
-//! | verify | [`signature`] | HMAC-SHA256, constant-time comparison |
+//! | header | [`header`] | strict JSON ([`json`]); key by `kid`, `alg` exactly that key's algorithm, `typ`, `crit` |
+//! | verify | [`signature`] | by the key's algorithm: HMAC-SHA256 (constant-time comparison); RS256, ES256, EdDSA as build features |
 //! | claims | [`claims`] | strict JSON; `exp`/`nbf`/`iat`, `iss`, `aud`, `sub` |
 //! | route | [`route`] | binary search of the sorted audience table |
 //! | forward | [`forward`] | the upstream request: origin, path, fields dropped and set |

@@ -134,8 +134,10 @@ rejections! {
     /// The JOSE header is not strict JSON (RFC 8259, nested at most 16 deep)
     /// or not an object of the expected shape.
     MalformedHeader => (401, TOKEN, "malformed token header"),
-    /// `alg` is missing or not exactly `HS256`.
-    UnsupportedAlgorithm => (401, TOKEN, "alg must be HS256"),
+    /// `alg` is missing, names an algorithm this build does not verify, or
+    /// is not the algorithm of the key `kid` selects. One reason for every
+    /// build, so that a host or test reads the same answer from any of them.
+    UnsupportedAlgorithm => (401, TOKEN, "alg not accepted for this key"),
     /// `typ` is present and neither `JWT` nor `at+jwt`.
     UnsupportedType => (401, TOKEN, "typ must be JWT or at+jwt"),
     /// The header carries `crit`, which this gateway does not understand.
@@ -211,7 +213,7 @@ mod tests {
         (Rejection::MalformedToken, 401, "invalid_token", "token is not a compact JWS"),
         (Rejection::BadEncoding, 401, "invalid_token", "token is not canonical base64url"),
         (Rejection::MalformedHeader, 401, "invalid_token", "malformed token header"),
-        (Rejection::UnsupportedAlgorithm, 401, "invalid_token", "alg must be HS256"),
+        (Rejection::UnsupportedAlgorithm, 401, "invalid_token", "alg not accepted for this key"),
         (Rejection::UnsupportedType, 401, "invalid_token", "typ must be JWT or at+jwt"),
         (Rejection::CriticalHeader, 401, "invalid_token", "crit header not supported"),
         (Rejection::UnknownKey, 401, "invalid_token", "unknown kid"),

@@ -1,10 +1,81 @@
-//! Phase 3b, verify: HMAC-SHA256 over the signing input, compared in constant
-//! time (`hmac`'s `verify_slice` uses `subtle`).
+//! Phase 3b, verify: the signature over the signing input, checked with the
+//! selected key's own algorithm and nothing else.
+//!
+//! HS256 is HMAC-SHA256 compared in constant time (`hmac`'s `verify_slice`
+//! uses `subtle`); it is always built. RS256, ES256 and EdDSA are build
+//! features, one submodule each. A key carries its algorithm ([`Alg`]), the
+//! header phase has already required the token's `alg` to equal it, and
+//! [`verify_jws`] dispatches on the key, never on the token: an RSA or EC
+//! key cannot verify an HMAC, and an HMAC secret cannot verify anything but
+//! HS256 (RFC 8725 section 2.1, algorithm confusion).
+//!
+//! Keys are parsed and validated at build time (`build/config`): the module
+//! holds them as constants in the form each algorithm computes with.
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
+use crate::config::VerifyingKey;
+use crate::jws;
 use crate::reject::Rejection;
+
+#[cfg(feature = "eddsa")]
+pub mod eddsa;
+#[cfg(feature = "es256")]
+pub mod es256;
+#[cfg(feature = "rs256")]
+pub mod rs256;
+
+/// A JWS algorithm this build verifies (RFC 7518 section 3.1, RFC 8037).
+/// Only the algorithms built in exist, so a header naming another one is
+/// refused before any key is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alg {
+    /// HMAC with SHA-256.
+    Hs256,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    #[cfg(feature = "rs256")]
+    Rs256,
+    /// ECDSA on P-256 with SHA-256.
+    #[cfg(feature = "es256")]
+    Es256,
+    /// EdDSA on Ed25519.
+    #[cfg(feature = "eddsa")]
+    EdDsa,
+}
+
+impl Alg {
+    /// The algorithm a JOSE header's `alg` names, compared byte for byte
+    /// (case matters: `hs256` is not `HS256`).
+    pub fn from_name(name: &str) -> Option<Alg> {
+        match name {
+            "HS256" => Some(Alg::Hs256),
+            #[cfg(feature = "rs256")]
+            "RS256" => Some(Alg::Rs256),
+            #[cfg(feature = "es256")]
+            "ES256" => Some(Alg::Es256),
+            #[cfg(feature = "eddsa")]
+            "EdDSA" => Some(Alg::EdDsa),
+            _ => None,
+        }
+    }
+}
+
+/// Checks the base64url `signature` part over `signing_input` with `key`,
+/// by the key's algorithm. Each algorithm decodes exactly its own signature
+/// size: 32 bytes for HS256, the modulus length for RS256, 64 bytes
+/// (`r || s`, or `R || S`) for ES256 and EdDSA.
+pub fn verify_jws(key: &VerifyingKey<'_>, signing_input: &[u8], signature: &[u8]) -> Result<(), Rejection> {
+    match key {
+        VerifyingKey::Hs256(key) => verify(key.secret, signing_input, &jws::decode_signature(signature)?),
+        #[cfg(feature = "rs256")]
+        VerifyingKey::Rs256(key) => rs256::verify(key, signing_input, signature),
+        #[cfg(feature = "es256")]
+        VerifyingKey::Es256(key) => es256::verify(key, signing_input, &jws::decode_signature(signature)?),
+        #[cfg(feature = "eddsa")]
+        VerifyingKey::EdDsa(key) => eddsa::verify(key, signing_input, &jws::decode_signature(signature)?),
+    }
+}
 
 /// Checks that `signature` is the HMAC-SHA256 of `signing_input` under `key`.
 pub fn verify(key: &[u8], signing_input: &[u8], signature: &[u8; 32]) -> Result<(), Rejection> {
@@ -25,11 +96,34 @@ mod tests {
         hmac_sha256_hex: std::string::String,
     }
 
+    /// Hex to bytes, for the vector files.
     pub(crate) fn hex(text: &str) -> std::vec::Vec<u8> {
         (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex")).collect()
     }
 
-    fn vectors(name: &str) -> serde_json::Value {
+    /// Runs a Wycheproof signature file: `check(group, msg, sig)` must accept
+    /// exactly the cases marked valid. Returns how many cases ran.
+    pub(crate) fn wycheproof(
+        name: &str,
+        check: impl Fn(&serde_json::Value, &[u8], &[u8]) -> Result<(), Rejection>,
+    ) -> usize {
+        let file = vectors(name);
+        let mut checked = 0;
+        for group in file["testGroups"].as_array().expect("groups") {
+            for test in group["tests"].as_array().expect("tests") {
+                let msg = hex(test["msg"].as_str().expect("msg"));
+                let sig = hex(test["sig"].as_str().expect("sig"));
+                let valid = test["result"] == "valid";
+                let verdict = check(group, &msg, &sig);
+                assert_eq!(verdict.is_ok(), valid, "{name} tcId {} {}", test["tcId"], test["comment"]);
+                checked += 1;
+            }
+        }
+        checked
+    }
+
+    /// A vector file of `tests/data`, parsed.
+    pub(crate) fn vectors(name: &str) -> serde_json::Value {
         let path = std::format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         serde_json::from_str(&text).expect("vector JSON")
@@ -75,5 +169,80 @@ mod tests {
             }
         }
         assert_eq!(checked, 174);
+    }
+
+    /// RFC 7515 appendix A.2 (RS256) and A.3 (ES256), RFC 8037 appendix A.4
+    /// (Ed25519): each complete JWS verifies with its key, through the
+    /// dispatch, and fails with a flipped signature bit or another key type.
+    #[test]
+    #[cfg(all(feature = "rs256", feature = "es256", feature = "eddsa"))]
+    fn rfc_public_key_vectors() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+        let file = vectors("rfc-public-key-jws.json");
+        let b64 = |v: &serde_json::Value| {
+            URL_SAFE_NO_PAD.decode(v.as_str().expect("base64url")).expect("base64url")
+        };
+        let n = b64(&file["rs256"]["jwk"]["n"]);
+        let n_hex: std::string::String = n.iter().map(|b| std::format!("{b:02x}")).collect();
+        let params = rs256::params_2048(&n_hex);
+        let ec = file["es256"]["jwk"].clone();
+        let mut sec1 = [4u8; 65];
+        sec1[1..33].copy_from_slice(&b64(&ec["x"]));
+        sec1[33..].copy_from_slice(&b64(&ec["y"]));
+        let ed: [u8; 32] = b64(&file["eddsa"]["jwk"]["x"]).try_into().expect("32 bytes");
+        let keys = [
+            (
+                "rs256",
+                VerifyingKey::Rs256(rs256::RsaKey {
+                    kid: "a2",
+                    len: 256,
+                    exponent: 65537,
+                    modulus: rs256::Modulus::Bits2048(&params),
+                }),
+            ),
+            ("es256", VerifyingKey::Es256(es256::EcKey { kid: "a3", sec1: &sec1 })),
+            ("eddsa", VerifyingKey::EdDsa(eddsa::EdKey { kid: "a4", public: &ed })),
+        ];
+        for (name, key) in &keys {
+            let jws = file[*name]["jws"].as_str().expect("jws");
+            let (signing_input, signature) = jws.rsplit_once('.').expect("two dots");
+            assert_eq!(verify_jws(key, signing_input.as_bytes(), signature.as_bytes()), Ok(()), "{name}");
+            let mut tampered = URL_SAFE_NO_PAD.decode(signature).expect("base64url");
+            tampered[10] ^= 1;
+            let tampered = URL_SAFE_NO_PAD.encode(tampered);
+            assert_eq!(
+                verify_jws(key, signing_input.as_bytes(), tampered.as_bytes()),
+                Err(Rejection::BadSignature),
+                "{name}"
+            );
+            // Each other key refuses the token, whatever its algorithm.
+            for (other, other_key) in &keys {
+                if other != name {
+                    assert!(
+                        verify_jws(other_key, signing_input.as_bytes(), signature.as_bytes()).is_err(),
+                        "{name} by {other}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn algorithms_are_named_exactly() {
+        assert_eq!(Alg::from_name("HS256"), Some(Alg::Hs256));
+        for name in ["hs256", "none", "HS512", "", "HS256 "] {
+            assert_eq!(Alg::from_name(name), None, "{name}");
+        }
+        #[cfg(feature = "rs256")]
+        assert_eq!(Alg::from_name("RS256"), Some(Alg::Rs256));
+        #[cfg(feature = "es256")]
+        assert_eq!(Alg::from_name("ES256"), Some(Alg::Es256));
+        #[cfg(feature = "eddsa")]
+        assert_eq!(
+            (Alg::from_name("EdDSA"), Alg::from_name("EDDSA"), Alg::from_name("Ed25519")),
+            (Some(Alg::EdDsa), None, None)
+        );
     }
 }

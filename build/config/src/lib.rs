@@ -23,7 +23,10 @@ use serde::Deserialize;
 
 pub mod envoy;
 pub mod envoy_filter;
+pub mod public_keys;
 pub mod render_cli;
+
+pub use public_keys::{PublicAlg, PublicKey};
 
 /// The shortest key HS256 accepts: the hash output size (RFC 7518 section 3.2).
 pub const MIN_KEY_BYTES: usize = 32;
@@ -50,8 +53,12 @@ pub struct GatewayConfig {
     /// Proxy hops in front of the gateway whose `X-Forwarded-For` is kept
     /// (the peer is appended); 0, the default, replaces it.
     pub trusted_proxy_hops: u32,
-    /// Signing keys by key id, in config order.
+    /// HS256 secrets by key id, in config order.
     pub keys: Vec<KeyConfig>,
+    /// RS256, ES256 and EdDSA public keys by key id, in config order (a
+    /// JWKS entry adds each of its signing keys). Their kids and the
+    /// secrets' are distinct.
+    pub public_keys: Vec<PublicKeyConfig>,
     /// Routes sorted by audience (byte order), no duplicates.
     pub routes: Vec<RouteConfig>,
 }
@@ -64,6 +71,17 @@ pub struct KeyConfig {
     secret: Vec<u8>,
     /// Where the material came from.
     pub source: KeySource,
+}
+
+/// One public key, validated (see [`public_keys`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicKeyConfig {
+    /// The `kid` a token names to select this key.
+    pub kid: String,
+    /// The key, in the form the worker computes with.
+    pub key: PublicKey,
+    /// The JWKS or PEM file it came from (the resolved path).
+    pub file: PathBuf,
 }
 
 /// Where a key's material came from, so that the build can watch it.
@@ -164,6 +182,11 @@ pub enum ConfigErrorKind {
     KeyEncoding { entry: String, encoding: &'static str },
     /// The key is shorter than [`MIN_KEY_BYTES`].
     KeyTooShort { entry: String, bytes: usize },
+    /// A JWKS or PEM key is not one the gateway can trust; `why` names the
+    /// key inside the file and what is wrong.
+    PublicKey { entry: String, path: PathBuf, why: String },
+    /// A key needs an algorithm the worker was built without.
+    AlgorithmNotBuilt { kid: String, alg: PublicAlg },
     /// Two keys share a kid.
     DuplicateKid { entry: String, kid: String },
     /// Two routes share an audience.
@@ -189,9 +212,10 @@ impl fmt::Display for ConfigError {
             ConfigErrorKind::NoRoutes => {
                 write!(f, "no [[routes]] entry: at least one route is needed")
             }
-            ConfigErrorKind::KeySource { entry } => {
-                write!(f, "{entry} needs exactly one of env = \"VAR\", file = \"PATH\" or demo = \"...\"")
-            }
+            ConfigErrorKind::KeySource { entry } => write!(
+                f,
+                "{entry} needs exactly one of env = \"VAR\", file = \"PATH\", demo = \"...\" (HS256 secrets), jwks = \"PATH\" or pem = \"PATH\" (public keys), and a kid except with jwks"
+            ),
             ConfigErrorKind::KeyEnvMissing { entry, var } => {
                 write!(f, "{entry}.env names {}, which is not set", OneLine(var))
             }
@@ -204,6 +228,15 @@ impl fmt::Display for ConfigError {
             ConfigErrorKind::KeyTooShort { entry, bytes } => write!(
                 f,
                 "{entry} is {bytes} bytes; HS256 keys must be at least {MIN_KEY_BYTES} bytes (RFC 7518 section 3.2)"
+            ),
+            ConfigErrorKind::PublicKey { entry, path, why } => {
+                write!(f, "{entry} {}: {}", OneLine(&path.display().to_string()), OneLine(why))
+            }
+            ConfigErrorKind::AlgorithmNotBuilt { kid, alg } => write!(
+                f,
+                "key {kid:?} is {}, which this worker is built without: build with WORKER_FEATURES={}",
+                alg.name(),
+                alg.feature()
             ),
             ConfigErrorKind::DuplicateKid { entry, kid } => {
                 write!(f, "{entry}.kid {kid:?} is already used by another key")
@@ -270,10 +303,16 @@ struct RawConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKey {
-    kid: String,
+    kid: Option<String>,
     env: Option<String>,
     file: Option<PathBuf>,
     demo: Option<String>,
+    /// A JWKS document: every signing key in it, each with its own kid.
+    jwks: Option<PathBuf>,
+    /// A PEM public key (SPKI), selected by `kid`.
+    pem: Option<PathBuf>,
+    /// For a PEM key: its algorithm, which must be the key type's one.
+    alg: Option<String>,
     #[serde(default)]
     encoding: KeyEncoding,
 }
@@ -335,13 +374,26 @@ pub fn parse(
     let base = origin.parent().unwrap_or(Path::new("."));
     let mut kids = BTreeSet::new();
     let mut keys = Vec::with_capacity(raw.keys.len());
+    let mut public_keys = Vec::new();
     for (i, key) in raw.keys.into_iter().enumerate() {
         let entry = format!("keys[{i}]");
-        check_text(&format!("{entry}.kid"), &key.kid, TextRule::JsonPlain).map_err(fail)?;
-        if !kids.insert(key.kid.clone()) {
-            return Err(fail(ConfigErrorKind::DuplicateKid { entry, kid: key.kid }));
+        let mut new_kid = |kid: &str| -> Result<(), ConfigErrorKind> {
+            check_text(&format!("{entry}.kid"), kid, TextRule::JsonPlain)?;
+            match kids.insert(kid.to_owned()) {
+                true => Ok(()),
+                false => Err(ConfigErrorKind::DuplicateKid { entry: entry.clone(), kid: kid.to_owned() }),
+            }
+        };
+        if key.jwks.is_some() || key.pem.is_some() {
+            for public in read_public_keys(&entry, key, base).map_err(fail)? {
+                new_kid(&public.kid).map_err(fail)?;
+                public_keys.push(public);
+            }
+            continue;
         }
-        keys.push(read_key(&entry, key, base, env).map_err(fail)?);
+        let kid = key.kid.clone().ok_or_else(|| fail(ConfigErrorKind::KeySource { entry: entry.clone() }))?;
+        new_kid(&kid).map_err(fail)?;
+        keys.push(read_key(&entry, kid, key, base, env).map_err(fail)?);
     }
 
     let mut routes = Vec::with_capacity(raw.routes.len());
@@ -366,8 +418,38 @@ pub fn parse(
         leeway_secs: raw.leeway_secs,
         trusted_proxy_hops: raw.trusted_proxy_hops,
         keys,
+        public_keys,
         routes,
     })
+}
+
+/// Reads a `jwks` or `pem` entry: its keys, validated.
+fn read_public_keys(entry: &str, key: RawKey, base: &Path) -> Result<Vec<PublicKeyConfig>, ConfigErrorKind> {
+    let only_source =
+        key.env.is_none() && key.file.is_none() && key.demo.is_none() && key.encoding == KeyEncoding::Utf8;
+    let (file, kid) = match (key.jwks, key.pem, key.kid) {
+        (Some(file), None, None) if only_source && key.alg.is_none() => (file, None),
+        (None, Some(file), Some(kid)) if only_source => (file, Some(kid)),
+        _ => return Err(ConfigErrorKind::KeySource { entry: entry.to_owned() }),
+    };
+    let (path, text) = public_keys::read_file(base, &file)
+        .map_err(|(path, why)| ConfigErrorKind::KeyFileUnreadable { entry: entry.to_owned(), path, why })?;
+    let refuse =
+        |why: String| ConfigErrorKind::PublicKey { entry: entry.to_owned(), path: path.clone(), why };
+    match kid {
+        None => Ok(public_keys::read_jwks(&text)
+            .map_err(refuse)?
+            .into_iter()
+            .map(|(kid, key)| PublicKeyConfig { kid, key, file: path.clone() })
+            .collect()),
+        Some(kid) => {
+            let public =
+                public_keys::read_pem(&text).map_err(|why| refuse(format!("(kid {kid:?}) {why}")))?;
+            public_keys::check_alg(&public, key.alg.as_deref())
+                .map_err(|why| refuse(format!("(kid {kid:?}) {why}")))?;
+            Ok(vec![PublicKeyConfig { kid, key: public, file: path.clone() }])
+        }
+    }
 }
 
 /// Which characters a text entry may hold.
@@ -435,6 +517,7 @@ pub(crate) fn is_upstream_url(url: &str) -> bool {
 
 fn read_key(
     entry: &str,
+    kid: String,
     key: RawKey,
     base: &Path,
     env: &dyn Fn(&str) -> Option<String>,
@@ -469,7 +552,7 @@ fn read_key(
     if secret.len() < MIN_KEY_BYTES {
         return Err(ConfigErrorKind::KeyTooShort { entry: entry.to_owned(), bytes: secret.len() });
     }
-    Ok(KeyConfig { kid: key.kid, secret, source })
+    Ok(KeyConfig { kid, secret, source })
 }
 
 fn decode_key(text: &str, encoding: KeyEncoding) -> Option<Vec<u8>> {
@@ -495,7 +578,7 @@ fn decode_key(text: &str, encoding: KeyEncoding) -> Option<Vec<u8>> {
 
 /// Base64url without padding. Written out here (twelve lines) rather than
 /// pulling a second base64 dependency into the build script's graph.
-fn decode_base64url(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64url(text: &str) -> Option<Vec<u8>> {
     let value = |c: u8| match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),
@@ -526,6 +609,18 @@ impl GatewayConfig {
         self.keys.iter().any(KeyConfig::is_demo)
     }
 
+    /// Refuses the first public key whose algorithm is not in `built` (the
+    /// worker's features), so that a build never drops a configured key.
+    pub fn check_algorithms(&self, file: &Path, built: &[PublicAlg]) -> Result<(), ConfigError> {
+        match self.public_keys.iter().find(|k| !built.contains(&k.key.alg())) {
+            None => Ok(()),
+            Some(k) => Err(ConfigError {
+                file: file.to_owned(),
+                kind: ConfigErrorKind::AlgorithmNotBuilt { kid: k.kid.clone(), alg: k.key.alg() },
+            }),
+        }
+    }
+
     /// Looks up a key by kid.
     pub fn key(&self, kid: &str) -> Option<&KeyConfig> {
         self.keys.iter().find(|k| k.kid == kid)
@@ -542,7 +637,13 @@ impl GatewayConfig {
         out.push_str(&format!("    trusted_proxy_hops: {},\n", self.trusted_proxy_hops));
         out.push_str("    keys: &[\n");
         for key in &self.keys {
-            out.push_str(&format!("        Key {{ kid: {:?}, secret: &{:?} }},\n", key.kid, key.secret));
+            out.push_str(&format!(
+                "        VerifyingKey::Hs256(Key {{ kid: {:?}, secret: &{:?} }}),\n",
+                key.kid, key.secret
+            ));
+        }
+        for key in &self.public_keys {
+            out.push_str(&format!("        {},\n", public_key_rust(key)));
         }
         out.push_str("    ],\n    routes: &[\n");
         for route in &self.routes {
@@ -559,6 +660,34 @@ impl GatewayConfig {
             self.has_demo_key()
         ));
         out
+    }
+}
+
+/// One public key as a `VerifyingKey` expression. An RSA modulus is
+/// written as a call to the worker's `const fn` that computes its
+/// Montgomery parameters, so the compiler, not the request, does it.
+fn public_key_rust(key: &PublicKeyConfig) -> String {
+    match &key.key {
+        PublicKey::Rsa { modulus, exponent } => {
+            let width = [2048, 3072, 4096].into_iter().find(|w| modulus.len() * 8 <= *w).unwrap_or(4096);
+            let hex: String = std::iter::repeat_n(0u8, width / 8 - modulus.len())
+                .chain(modulus.iter().copied())
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            format!(
+                "VerifyingKey::Rs256(crate::signature::rs256::RsaKey {{ kid: {:?}, len: {}, exponent: {exponent}, modulus: crate::signature::rs256::Modulus::Bits{width}(&crate::signature::rs256::params_{width}({hex:?})) }})",
+                key.kid,
+                modulus.len()
+            )
+        }
+        PublicKey::P256 { sec1 } => format!(
+            "VerifyingKey::Es256(crate::signature::es256::EcKey {{ kid: {:?}, sec1: &{sec1:?} }})",
+            key.kid
+        ),
+        PublicKey::Ed25519 { public } => format!(
+            "VerifyingKey::EdDsa(crate::signature::eddsa::EdKey {{ kid: {:?}, public: &{public:?} }})",
+            key.kid
+        ),
     }
 }
 

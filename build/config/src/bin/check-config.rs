@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         "config: {}: {} route(s), {} key(s), issuer {issuer}, leeway {} s",
         path.display(),
         config.routes.len(),
-        config.keys.len(),
+        config.keys.len() + config.public_keys.len(),
         config.leeway_secs
     );
     if config.has_demo_key() {

@@ -1,0 +1,448 @@
+//! Public keys for RS256, ES256 and EdDSA, as identity providers publish
+//! them: a JWKS document (RFC 7517, the file served at an issuer's
+//! `jwks_uri`, saved at build time) or a PEM public key (SPKI, RFC 5280
+//! section 4.1.2.7, `-----BEGIN PUBLIC KEY-----`).
+//!
+//! Every key is parsed and validated here, at build time, and handed to the
+//! worker in the form it computes with (an RSA modulus and exponent, a P-256
+//! point, an Ed25519 point): the module never parses a key. A key is refused
+//! in one line naming the file and the key when it is not one the gateway
+//! can trust: RSA below 2048 bits or above 4096, an even or tiny exponent,
+//! an EC curve other than P-256, a point not on its curve, an Ed25519 key of
+//! small order, `kty`, `crv`, `alg` and `use` that disagree, a missing kid,
+//! or private key material in a public document. JWKS entries whose `use` is
+//! `enc` are encryption keys and are skipped.
+
+use std::path::Path;
+
+use der::Decode;
+use serde::Deserialize;
+
+/// The smallest RSA modulus accepted, in bits (RFC 7518 section 3.3).
+pub const MIN_RSA_BITS: usize = 2048;
+
+/// The largest RSA modulus accepted, in bits (the worker's widest integer).
+pub const MAX_RSA_BITS: usize = 4096;
+
+/// A signature algorithm beside HS256, each a build feature of the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PublicAlg {
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    Rs256,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// EdDSA on Ed25519.
+    EdDsa,
+}
+
+impl PublicAlg {
+    /// The JOSE name (`alg`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PublicAlg::Rs256 => "RS256",
+            PublicAlg::Es256 => "ES256",
+            PublicAlg::EdDsa => "EdDSA",
+        }
+    }
+
+    /// The worker's cargo feature that builds it in.
+    pub fn feature(self) -> &'static str {
+        match self {
+            PublicAlg::Rs256 => "rs256",
+            PublicAlg::Es256 => "es256",
+            PublicAlg::EdDsa => "eddsa",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<PublicAlg> {
+        [PublicAlg::Rs256, PublicAlg::Es256, PublicAlg::EdDsa].into_iter().find(|alg| alg.name() == name)
+    }
+}
+
+/// A validated public key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublicKey {
+    /// RSA: the modulus (big-endian, no leading zero byte) and the exponent.
+    Rsa {
+        /// `n`, 2048 to 4096 bits.
+        modulus: Vec<u8>,
+        /// `e`, odd and at least 3.
+        exponent: u64,
+    },
+    /// P-256: the uncompressed SEC1 point `04 || x || y`, on the curve.
+    P256 {
+        /// `04 || x || y`.
+        sec1: [u8; 65],
+    },
+    /// Ed25519: the compressed point, not of small order.
+    Ed25519 {
+        /// RFC 8032 section 5.1.2.
+        public: [u8; 32],
+    },
+}
+
+impl PublicKey {
+    /// The one algorithm the key verifies.
+    pub fn alg(&self) -> PublicAlg {
+        match self {
+            PublicKey::Rsa { .. } => PublicAlg::Rs256,
+            PublicKey::P256 { .. } => PublicAlg::Es256,
+            PublicKey::Ed25519 { .. } => PublicAlg::EdDsa,
+        }
+    }
+
+    /// The RSA modulus size in bits, for messages.
+    fn rsa_bits(modulus: &[u8]) -> usize {
+        modulus.first().map_or(0, |&b| modulus.len() * 8 - b.leading_zeros() as usize)
+    }
+}
+
+/// One JWK of a JWKS document: the members the gateway reads. Private
+/// members are read only to refuse them.
+#[derive(Deserialize)]
+struct Jwk {
+    kty: Option<String>,
+    kid: Option<String>,
+    #[serde(rename = "use")]
+    use_: Option<String>,
+    alg: Option<String>,
+    crv: Option<String>,
+    n: Option<String>,
+    e: Option<String>,
+    x: Option<String>,
+    y: Option<String>,
+    d: Option<serde::de::IgnoredAny>,
+    k: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Jwks {
+    keys: Vec<Jwk>,
+}
+
+/// Reads a JWKS document: each signing key with its kid, in document order.
+/// `Err` is the reason, to be prefixed with the entry and the file.
+pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
+    let jwks: Jwks = serde_json::from_str(text).map_err(|e| format!("is not a JWKS document: {e}"))?;
+    let mut keys = Vec::new();
+    for (i, jwk) in jwks.keys.into_iter().enumerate() {
+        let name = match &jwk.kid {
+            Some(kid) => format!("key {i} (kid {kid:?})"),
+            None => format!("key {i}"),
+        };
+        if jwk.use_.as_deref() == Some("enc") {
+            continue;
+        }
+        let key = read_jwk(&jwk).map_err(|why| format!("{name} {why}"))?;
+        let kid = jwk.kid.ok_or_else(|| format!("{name} has no kid: tokens could not select it"))?;
+        keys.push((kid, key));
+    }
+    if keys.is_empty() {
+        return Err("holds no signing key".to_owned());
+    }
+    Ok(keys)
+}
+
+fn read_jwk(jwk: &Jwk) -> Result<PublicKey, String> {
+    if jwk.d.is_some() || jwk.k.is_some() {
+        return Err(
+            "holds private or secret key material (\"d\" or \"k\"): publish only public keys".to_owned()
+        );
+    }
+    if let Some(use_) = &jwk.use_
+        && use_ != "sig"
+    {
+        return Err(format!("has use {use_:?}; signing keys have \"sig\""));
+    }
+    let b64 = |member: &str, value: &Option<String>| -> Result<Vec<u8>, String> {
+        let text = value.as_deref().ok_or_else(|| format!("has no {member:?}"))?;
+        crate::decode_base64url(text).ok_or_else(|| format!("{member:?} is not base64url"))
+    };
+    let key = match jwk.kty.as_deref() {
+        Some("RSA") => {
+            let exponent = b64("e", &jwk.e)?;
+            rsa_key(b64("n", &jwk.n)?, &exponent)?
+        }
+        Some("EC") => {
+            let crv = jwk.crv.as_deref().unwrap_or("(none)");
+            if crv != "P-256" {
+                return Err(format!("is on curve {crv:?}; ES256 is P-256 only"));
+            }
+            let (x, y) = (b64("x", &jwk.x)?, b64("y", &jwk.y)?);
+            if x.len() != 32 || y.len() != 32 {
+                return Err("has coordinates that are not 32 bytes each".to_owned());
+            }
+            let mut sec1 = [4u8; 65];
+            sec1[1..33].copy_from_slice(&x);
+            sec1[33..].copy_from_slice(&y);
+            p256_key(sec1)?
+        }
+        Some("OKP") => {
+            let crv = jwk.crv.as_deref().unwrap_or("(none)");
+            if crv != "Ed25519" {
+                return Err(format!("is on curve {crv:?}; EdDSA here is Ed25519 only"));
+            }
+            let x = b64("x", &jwk.x)?;
+            ed25519_key(x.as_slice().try_into().map_err(|_| "has an \"x\" that is not 32 bytes".to_owned())?)?
+        }
+        Some("oct") => {
+            return Err("is a secret (kty \"oct\"): configure HS256 secrets with env or file".to_owned());
+        }
+        Some(other) => return Err(format!("has kty {other:?}, which no algorithm here uses")),
+        None => return Err("has no kty".to_owned()),
+    };
+    check_alg(&key, jwk.alg.as_deref())?;
+    Ok(key)
+}
+
+/// `alg`, when given, must be the key's one algorithm.
+pub fn check_alg(key: &PublicKey, alg: Option<&str>) -> Result<(), String> {
+    match alg {
+        None => Ok(()),
+        Some(name) if PublicAlg::from_name(name) == Some(key.alg()) => Ok(()),
+        Some(name) => Err(format!("has alg {name:?}, but the key is for {}", key.alg().name())),
+    }
+}
+
+/// Reads a PEM `PUBLIC KEY` (SPKI).
+pub fn read_pem(text: &str) -> Result<PublicKey, String> {
+    let (label, der) =
+        der::pem::decode_vec(text.as_bytes()).map_err(|e| format!("is not a PEM document: {e}"))?;
+    if label != "PUBLIC KEY" {
+        return Err(format!("is a PEM {label:?}; a \"PUBLIC KEY\" (SPKI) is needed"));
+    }
+    let spki = spki::SubjectPublicKeyInfoRef::from_der(&der)
+        .map_err(|e| format!("is not an SPKI public key: {e}"))?;
+    let bits = spki.subject_public_key.as_bytes().ok_or("has a key that is not whole bytes")?;
+    const RSA: der::asn1::ObjectIdentifier = der::asn1::ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
+    const EC: der::asn1::ObjectIdentifier = der::asn1::ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+    const P256: der::asn1::ObjectIdentifier = der::asn1::ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
+    const ED25519: der::asn1::ObjectIdentifier = der::asn1::ObjectIdentifier::new_unwrap("1.3.101.112");
+    let oid = spki.algorithm.oid;
+    if oid == RSA {
+        let rsa = pkcs1::RsaPublicKey::<der::asn1::UintRef<'_>>::from_der(bits)
+            .map_err(|e| format!("is not an RSA public key: {e}"))?;
+        rsa_key(rsa.modulus.as_bytes().to_vec(), rsa.public_exponent.as_bytes())
+    } else if oid == EC {
+        let curve = spki.algorithm.parameters_oid().map_err(|_| "names no curve".to_owned())?;
+        if curve != P256 {
+            return Err(format!("is on curve {curve}; ES256 is P-256 (1.2.840.10045.3.1.7) only"));
+        }
+        p256_key(bits.try_into().map_err(|_| "is not an uncompressed P-256 point".to_owned())?)
+    } else if oid == ED25519 {
+        ed25519_key(bits.try_into().map_err(|_| "is not a 32-byte Ed25519 key".to_owned())?)
+    } else {
+        Err(format!("has algorithm {oid}, which is not RSA, P-256 or Ed25519"))
+    }
+}
+
+fn rsa_key(mut modulus: Vec<u8>, exponent: &[u8]) -> Result<PublicKey, String> {
+    let zeros = modulus.iter().take_while(|&&b| b == 0).count();
+    modulus.drain(..zeros);
+    let bits = PublicKey::rsa_bits(&modulus);
+    if bits < MIN_RSA_BITS {
+        return Err(format!("is a {bits}-bit RSA key; RS256 needs at least {MIN_RSA_BITS} bits"));
+    }
+    if bits > MAX_RSA_BITS {
+        return Err(format!("is a {bits}-bit RSA key; at most {MAX_RSA_BITS} bits are supported"));
+    }
+    if modulus.last().is_none_or(|b| b % 2 == 0) {
+        return Err("has an even RSA modulus".to_owned());
+    }
+    let significant = &exponent[exponent.iter().take_while(|&&b| b == 0).count()..];
+    if significant.len() > 8 {
+        return Err("has an RSA exponent above 2^64".to_owned());
+    }
+    let exponent = significant.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+    if exponent < 3 || exponent % 2 == 0 {
+        return Err(format!("has RSA exponent {exponent}; it must be odd and at least 3"));
+    }
+    Ok(PublicKey::Rsa { modulus, exponent })
+}
+
+fn p256_key(sec1: [u8; 65]) -> Result<PublicKey, String> {
+    if sec1[0] != 4 {
+        return Err("is not an uncompressed P-256 point".to_owned());
+    }
+    p256::PublicKey::from_sec1_bytes(&sec1).map_err(|_| "is not a point on P-256".to_owned())?;
+    Ok(PublicKey::P256 { sec1 })
+}
+
+fn ed25519_key(public: [u8; 32]) -> Result<PublicKey, String> {
+    let key =
+        ed25519_dalek::VerifyingKey::from_bytes(&public).map_err(|_| "is not an Ed25519 point".to_owned())?;
+    if key.is_weak() {
+        return Err("is an Ed25519 key of small order, which verifies forged signatures".to_owned());
+    }
+    Ok(PublicKey::Ed25519 { public })
+}
+
+/// Reads a file named by a key entry, relative to the config's folder.
+pub(crate) fn read_file(
+    base: &Path,
+    file: &Path,
+) -> Result<(std::path::PathBuf, String), (std::path::PathBuf, String)> {
+    let path = base.join(file);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(e) => Err((path, e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ConfigErrorKind, parse};
+
+    fn data(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    }
+
+    fn fixture_keys() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testkit/keys")
+    }
+
+    /// Parses a config whose key entry is `key`, with key files relative to `dir`.
+    fn config_with(key: &str, dir: &Path) -> Result<crate::GatewayConfig, crate::ConfigError> {
+        let text = format!("[[keys]]\n{key}\n[[routes]]\naud = \"a\"\nupstream = \"http://h\"\n");
+        parse(&text, &dir.join("gw.toml"), &|_| None)
+    }
+
+    fn refusal(key: &str, dir: &Path) -> String {
+        let line = config_with(key, dir).expect_err("refused").to_string();
+        assert!(!line.contains('\n'), "{line}");
+        line
+    }
+
+    #[test]
+    fn reads_every_signing_key_of_a_jwks_and_skips_encryption_keys() {
+        let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
+        let kids: Vec<(&str, PublicAlg)> =
+            config.public_keys.iter().map(|k| (k.kid.as_str(), k.key.alg())).collect();
+        assert_eq!(
+            kids,
+            [("rsa-a2", PublicAlg::Rs256), ("ec-a3", PublicAlg::Es256), ("ed-8037", PublicAlg::EdDsa)]
+        );
+        assert!(config.keys.is_empty());
+        let PublicKey::Rsa { modulus, exponent } = &config.public_keys[0].key else { panic!("RSA") };
+        assert_eq!((modulus.len(), *exponent), (256, 65537));
+    }
+
+    #[test]
+    fn reads_a_pem_public_key() {
+        let config =
+            config_with("kid = \"r\"\npem = \"rs256-3072.pub.pem\"\nalg = \"RS256\"", &fixture_keys())
+                .expect("valid");
+        let PublicKey::Rsa { modulus, .. } = &config.public_keys[0].key else { panic!("RSA") };
+        assert_eq!(modulus.len(), 384);
+        let line = refusal("kid = \"r\"\npem = \"rs256-3072.pub.pem\"\nalg = \"ES256\"", &fixture_keys());
+        assert!(line.contains("(kid \"r\") has alg \"ES256\", but the key is for RS256"), "{line}");
+    }
+
+    #[test]
+    fn refuses_short_rsa_keys_naming_file_and_key() {
+        let line = refusal("jwks = \"rsa-1024-jwks.json\"", &data(""));
+        assert!(line.contains("rsa-1024-jwks.json: key 0 (kid \"short\") is a 1024-bit RSA key"), "{line}");
+        let line = refusal("kid = \"short\"\npem = \"rsa-1024.pub.pem\"", &data(""));
+        assert!(
+            line.contains("keys[0] ") && line.contains("is a 1024-bit RSA key; RS256 needs at least 2048"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn refuses_curves_other_than_p256() {
+        let line = refusal("jwks = \"p384-jwks.json\"", &data(""));
+        assert!(line.contains("(kid \"p384\") is on curve \"P-384\"; ES256 is P-256 only"), "{line}");
+        let line = refusal("kid = \"p\"\npem = \"p384.pub.pem\"", &data(""));
+        assert!(line.contains("is on curve 1.3.132.0.34"), "{line}");
+    }
+
+    #[test]
+    fn refuses_pkcs1_pem() {
+        let line = refusal("kid = \"r\"\npem = \"rsa-1024.pkcs1.pem\"", &data(""));
+        assert!(line.contains("is a PEM \"RSA PUBLIC KEY\""), "{line}");
+    }
+
+    #[test]
+    fn refuses_inconsistent_or_incomplete_jwks_entries() {
+        let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
+        let cases = [
+            (format!(r#"{{"kty":"RSA","kid":"k","alg":"HS256","n":"{n}","e":"AQAB"}}"#), "has alg \"HS256\", but the key is for RS256"),
+            (format!(r#"{{"kty":"RSA","kid":"k","alg":"ES256","n":"{n}","e":"AQAB"}}"#), "but the key is for RS256"),
+            (format!(r#"{{"kty":"RSA","n":"{n}","e":"AQAB"}}"#), "key 0 has no kid"),
+            (format!(r#"{{"kty":"RSA","kid":"k","use":"other","n":"{n}","e":"AQAB"}}"#), "has use \"other\""),
+            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "holds private or secret key material"),
+            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AwA"}}"#), "it must be odd"),
+            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQ"}}"#), "it must be odd and at least 3"),
+            (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "holds private or secret key material"),
+            (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"AA","y":"AA"}"#.to_owned(), "not 32 bytes"),
+            (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}"#.to_owned(), "is not a point on P-256"),
+            (r#"{"kty":"OKP","kid":"k","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#.to_owned(), "is on curve \"X25519\""),
+            // The identity point: of small order, it verifies forgeries.
+            (r#"{"kty":"OKP","kid":"k","crv":"Ed25519","x":"AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#.to_owned(), "of small order"),
+            (r#"{"kid":"k"}"#.to_owned(), "has no kty"),
+        ];
+        for (jwk, expected) in cases {
+            let why = read_jwks(&format!(r#"{{"keys":[{jwk}]}}"#)).expect_err(&jwk);
+            assert!(why.contains(expected), "{jwk}: {why}");
+        }
+        assert!(read_jwks(r#"{"keys":[]}"#).expect_err("empty").contains("holds no signing key"));
+        assert!(read_jwks("not json").expect_err("text").contains("is not a JWKS document"));
+    }
+
+    #[test]
+    fn kids_are_unique_across_secrets_and_public_keys() {
+        let text = "[[keys]]\nkid = \"ec-a3\"\ndemo = \"0123456789abcdef0123456789abcdef\"\n[[keys]]\njwks = \"idp-jwks.json\"\n[[routes]]\naud = \"a\"\nupstream = \"http://h\"\n";
+        let err = parse(text, &fixture_keys().join("gw.toml"), &|_| None).expect_err("duplicate");
+        assert!(matches!(err.kind, ConfigErrorKind::DuplicateKid { ref kid, .. } if kid == "ec-a3"), "{err}");
+    }
+
+    #[test]
+    fn a_key_entry_has_one_source() {
+        for key in [
+            "jwks = \"idp-jwks.json\"\nkid = \"x\"",
+            "kid = \"x\"\npem = \"a.pem\"\ndemo = \"y\"",
+            "jwks = \"idp-jwks.json\"\nalg = \"RS256\"",
+        ] {
+            let err = config_with(key, &fixture_keys()).expect_err(key);
+            assert!(matches!(err.kind, ConfigErrorKind::KeySource { .. }), "{key}: {err}");
+        }
+    }
+
+    #[test]
+    fn refuses_algorithms_the_worker_is_built_without() {
+        let path = fixture_keys().join("gw.toml");
+        let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
+        assert!(
+            config.check_algorithms(&path, &[PublicAlg::Rs256, PublicAlg::Es256, PublicAlg::EdDsa]).is_ok()
+        );
+        let line =
+            config.check_algorithms(&path, &[PublicAlg::Rs256]).expect_err("es256 left out").to_string();
+        assert!(
+            line.ends_with(
+                "key \"ec-a3\" is ES256, which this worker is built without: build with WORKER_FEATURES=es256"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn renders_public_keys_as_constants() {
+        let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
+        let rust = config.to_rust();
+        assert!(rust.contains("VerifyingKey::Rs256(crate::signature::rs256::RsaKey { kid: \"rsa-a2\", len: 256, exponent: 65537, modulus: crate::signature::rs256::Modulus::Bits2048(&crate::signature::rs256::params_2048(\"a1f8160a"), "{rust}");
+        assert!(
+            rust.contains(
+                "VerifyingKey::Es256(crate::signature::es256::EcKey { kid: \"ec-a3\", sec1: &[4, 127, 205,"
+            ),
+            "{rust}"
+        );
+        assert!(
+            rust.contains(
+                "VerifyingKey::EdDsa(crate::signature::eddsa::EdKey { kid: \"ed-8037\", public: &[215, 90,"
+            ),
+            "{rust}"
+        );
+    }
+}

@@ -1,0 +1,88 @@
+// ES256 and EdDSA tokens through the module built with every algorithm
+// (target/fixture/gateway-algorithms.wasm, from testkit/fixture-algorithms.toml
+// by `make fixture`) on workerd and, when it is built, `host-sim serve`:
+// a token signed with the JWKS document's key is forwarded, a flipped
+// signature bit and an HS256 header naming the public key are refused.
+// Tokens are signed here with node:crypto and the test keys of
+// testkit/keys/ (RFC 7515 A.3, RFC 8037 A). RS256 tokens are longer than
+// the default 256-byte token buffer, so they are not sent here.
+//
+//   make fixture && node --test deploy/workerd/test/algorithms.test.mjs
+import assert from "node:assert/strict";
+import { createPrivateKey, sign } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { ROOT, hostSimServeHelp, rawRequest, readFixture, startEcho, startHostSim, startWorkerd } from "../harness.mjs";
+
+const WASM = join(ROOT, "target", "fixture", "gateway-algorithms.wasm");
+const config = readFixture();
+const ORIGINS = [...new Set(config.routes.map((r) => r.origin))];
+const b64url = (buf) => Buffer.from(buf).toString("base64url");
+const key = (name) => createPrivateKey(readFileSync(join(ROOT, "testkit", "keys", name)));
+
+/** A compact JWS: ES256 as JOSE r || s (IEEE P1363), EdDSA as R || S. */
+function mint(alg, kid, claims) {
+  const input = `${b64url(JSON.stringify({ alg, kid }))}.${b64url(JSON.stringify(claims))}`;
+  const signature =
+    alg === "ES256"
+      ? sign("sha256", Buffer.from(input), { key: key("es256-rfc7515.key.pem"), dsaEncoding: "ieee-p1363" })
+      : sign(null, Buffer.from(input), key("eddsa-rfc8037.key.pem"));
+  return `${input}.${b64url(signature)}`;
+}
+
+const claims = { iss: config.issuer, aud: "users", exp: Math.floor(Date.now() / 1000) + 3600 };
+const request = (token) => `GET /profile HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`;
+const flip = (t) => t.slice(0, -2) + (t.at(-2) === "A" ? "B" : "A") + t.at(-1);
+
+const CASES = [];
+for (const [alg, kid] of [["ES256", "ec-a3"], ["EdDSA", "ed-8037"]]) {
+  const token = mint(alg, kid, claims);
+  CASES.push({ name: `${alg} forwarded`, token, status: 200 });
+  CASES.push({ name: `${alg} with a flipped signature bit`, token: flip(token), status: 401, reason: "signature mismatch" });
+  const [, payload, signature] = token.split(".");
+  const confused = `${b64url(JSON.stringify({ alg: "HS256", kid }))}.${payload}.${signature.slice(0, 43)}`;
+  CASES.push({ name: `HS256 naming the ${alg} key`, token: confused, status: 401, reason: "alg not accepted for this key" });
+}
+
+const hostSimHelp = hostSimServeHelp();
+const built = existsSync(WASM);
+const require = process.env.REQUIRE_HOST_SIM === "1";
+describe(
+  "every algorithm on workerd and host-sim serve",
+  { timeout: 120000, skip: built || require ? false : `${WASM} is missing: make fixture` },
+  () => {
+    let echo;
+    const gateways = [];
+    before(async () => {
+      echo = await startEcho(Object.fromEntries(ORIGINS.map((origin) => [origin, 0])));
+      const overrides = ORIGINS.map((origin) => [origin, echo.addresses[origin]]);
+      gateways.push(["workerd", await startWorkerd(overrides.map(([f, t]) => `${f}=${t}`).join(","), WASM)]);
+      if (hostSimHelp || require) {
+        const args = overrides.flatMap(([f, t]) => ["--upstream-override", `${f}=${t}`]);
+        gateways.push(["host-sim serve", await startHostSim(args, 60000, WASM)]);
+      }
+    });
+    after(async () => {
+      for (const [, gateway] of gateways) await gateway.proc.stop();
+      await echo?.close();
+    });
+
+    for (const c of CASES) {
+      test(c.name, async () => {
+        for (const [name, gateway] of gateways) {
+          const answer = await rawRequest(gateway.port, request(c.token));
+          assert.equal(answer.status, c.status, `${name}: ${answer.raw ?? answer.body}`);
+          if (c.status === 200) {
+            const seen = JSON.parse(answer.body);
+            assert.equal(seen.target, "/profile", name);
+            assert.equal(seen.authorization, null, `${name}: the token must not reach the upstream`);
+          } else {
+            assert.match(answer.headers["www-authenticate"] ?? "", /invalid_token/, name);
+            assert.equal(JSON.parse(answer.body).error_description, c.reason, name);
+          }
+        }
+      });
+    }
+  },
+);

@@ -1,0 +1,645 @@
+//! RS256, ES256 and EdDSA: the attack corpus of algorithm confusion and
+//! malformed signatures, and the differential test against `jsonwebtoken`
+//! for each algorithm, with the keys of `testkit/fixture-algorithms.toml`
+//! (a JWKS document and a PEM key, the RFC 7515 and RFC 8037 test keys).
+//!
+//! The worker here is the native rlib built with the three features (this
+//! crate's dev-dependency turns them on for the workspace's test build).
+//! Tokens are decided by [`decide`], the phases of `gateway::authorize`
+//! from the token on (split, header and key, signature, claims) without the
+//! request's token buffer: an RS256 token (a 2048-bit signature alone is 342
+//! characters) is longer than the default 256 bytes. The real module built
+//! with every algorithm (`target/fixture/gateway-algorithms.wasm`, `make
+//! fixture`) runs the ES256 and EdDSA cases through wasmtime.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use gateway_config::{GatewayConfig, PublicKey};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use worker::Rejection;
+use worker::arena::Arena;
+use worker::config::{Config, Key, Route, VerifyingKey};
+use worker::signature::{eddsa, es256, rs256};
+use worker::{claims, header, jws, signature};
+
+const NOW: u64 = 1_800_000_000;
+const ISSUER: &str = "https://issuer.test";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn loaded() -> &'static GatewayConfig {
+    static CONFIG: OnceLock<GatewayConfig> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        gateway_config::load(&root().join("testkit/fixture-algorithms.toml"))
+            .unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn leak<T: ?Sized>(value: Box<T>) -> &'static T {
+    Box::leak(value)
+}
+
+/// The fixture as the worker reads it, built at run time the way the build
+/// writes it at compile time (the same `const fn`s).
+fn config() -> &'static Config<'static> {
+    static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let loaded = loaded();
+        let text = |s: &str| -> &'static str { leak(s.to_owned().into_boxed_str()) };
+        let mut keys: Vec<VerifyingKey<'static>> = loaded
+            .keys
+            .iter()
+            .map(|k| {
+                VerifyingKey::Hs256(Key {
+                    kid: text(&k.kid),
+                    secret: leak(k.secret().to_vec().into_boxed_slice()),
+                })
+            })
+            .collect();
+        for public in &loaded.public_keys {
+            let kid = text(&public.kid);
+            keys.push(match &public.key {
+                PublicKey::Rsa { modulus, exponent } => {
+                    let width = [256, 384, 512].into_iter().find(|w| modulus.len() <= *w).unwrap();
+                    let hex: String = std::iter::repeat_n(0u8, width - modulus.len())
+                        .chain(modulus.iter().copied())
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    let modulus_params = match width {
+                        256 => rs256::Modulus::Bits2048(leak(Box::new(rs256::params_2048(&hex)))),
+                        384 => rs256::Modulus::Bits3072(leak(Box::new(rs256::params_3072(&hex)))),
+                        _ => rs256::Modulus::Bits4096(leak(Box::new(rs256::params_4096(&hex)))),
+                    };
+                    VerifyingKey::Rs256(rs256::RsaKey {
+                        kid,
+                        len: modulus.len(),
+                        exponent: *exponent,
+                        modulus: modulus_params,
+                    })
+                }
+                PublicKey::P256 { sec1 } => {
+                    VerifyingKey::Es256(es256::EcKey { kid, sec1: leak(Box::new(*sec1)) })
+                }
+                PublicKey::Ed25519 { public } => {
+                    VerifyingKey::EdDsa(eddsa::EdKey { kid, public: leak(Box::new(*public)) })
+                }
+            });
+        }
+        let routes: Vec<Route<'static>> = loaded
+            .routes
+            .iter()
+            .map(|r| Route {
+                audience: text(&r.aud),
+                origin: text(r.origin()),
+                base_path: text(r.base_path()),
+            })
+            .collect();
+        Config {
+            realm: text(&loaded.realm),
+            issuer: loaded.issuer.as_deref().map(text),
+            leeway_secs: loaded.leeway_secs,
+            trusted_proxy_hops: loaded.trusted_proxy_hops,
+            keys: leak(keys.into_boxed_slice()),
+            routes: leak(routes.into_boxed_slice()),
+        }
+    })
+}
+
+/// `gateway::authorize` from the token on: the audience it routes to, or why not.
+fn decide(token: &str, now: u64) -> Result<&'static str, Rejection> {
+    let mut region = vec![0u8; 16 << 10];
+    let mut arena = Arena::new(&mut region);
+    let parts = jws::split(token.as_bytes())?;
+    let header_json = jws::decode(parts.header, &mut arena)?;
+    let key = header::select_key(header_json, config().keys)?;
+    signature::verify_jws(key, parts.signing_input, parts.signature)?;
+    let claims_json = jws::decode(parts.payload, &mut arena)?;
+    claims::check(claims_json, now, config()).map(|grant| grant.route.audience)
+}
+
+fn pem(name: &str) -> Vec<u8> {
+    std::fs::read(root().join("testkit/keys").join(name)).unwrap()
+}
+
+/// The DER inside a PEM file (PKCS#1 for the RSA private keys, PKCS#8 for
+/// the others, as `jsonwebtoken`'s `from_*_der` take them).
+fn der(name: &str) -> Vec<u8> {
+    use base64::engine::general_purpose::STANDARD;
+    let text = String::from_utf8(pem(name)).unwrap();
+    let body: String = text.lines().filter(|line| !line.starts_with("-----")).collect();
+    STANDARD.decode(body).unwrap()
+}
+
+/// One algorithm under test: its kid, `jsonwebtoken`'s keys for it.
+struct Signer {
+    alg: Algorithm,
+    kid: &'static str,
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+fn signers() -> Vec<Signer> {
+    let jwks: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root().join("testkit/keys/idp-jwks.json")).unwrap()).unwrap();
+    let jwk = |kid: &str| jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == kid).unwrap().clone();
+    let s = |v: &serde_json::Value| v.as_str().unwrap().to_owned();
+    let (rsa, ec, ed) = (jwk("rsa-a2"), jwk("ec-a3"), jwk("ed-8037"));
+    vec![
+        Signer {
+            alg: Algorithm::RS256,
+            kid: "rsa-a2",
+            encoding: EncodingKey::from_rsa_der(&der("rs256-rfc7515.key.pem")),
+            decoding: DecodingKey::from_rsa_components(&s(&rsa["n"]), &s(&rsa["e"])).unwrap(),
+        },
+        Signer {
+            alg: Algorithm::RS256,
+            kid: "rsa-3072",
+            encoding: EncodingKey::from_rsa_der(&der("rs256-3072.key.pem")),
+            decoding: match gateway_config::public_keys::read_pem(
+                std::str::from_utf8(&pem("rs256-3072.pub.pem")).unwrap(),
+            ) {
+                Ok(PublicKey::Rsa { modulus, exponent }) => {
+                    DecodingKey::from_rsa_raw_components(&modulus, &exponent.to_be_bytes())
+                }
+                other => panic!("{other:?}"),
+            },
+        },
+        Signer {
+            alg: Algorithm::ES256,
+            kid: "ec-a3",
+            encoding: EncodingKey::from_ec_der(&der("es256-rfc7515.key.pem")),
+            decoding: DecodingKey::from_ec_components(&s(&ec["x"]), &s(&ec["y"])).unwrap(),
+        },
+        Signer {
+            alg: Algorithm::EdDSA,
+            kid: "ed-8037",
+            encoding: EncodingKey::from_ed_der(&der("eddsa-rfc8037.key.pem")),
+            decoding: DecodingKey::from_ed_components(&s(&ed["x"])).unwrap(),
+        },
+    ]
+}
+
+fn claims(aud: &str, exp: u64) -> serde_json::Value {
+    serde_json::json!({"iss": ISSUER, "aud": aud, "sub": "user-1", "exp": exp, "iat": NOW - 10})
+}
+
+fn mint(signer: &Signer, claims: &serde_json::Value) -> String {
+    let mut header = Header::new(signer.alg);
+    header.kid = Some(signer.kid.to_owned());
+    jsonwebtoken::encode(&header, claims, &signer.encoding).unwrap()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `token` with its header replaced (not re-signed).
+fn with_header(token: &str, header: &str) -> String {
+    let (_, rest) = token.split_once('.').unwrap();
+    format!("{}.{rest}", b64(header.as_bytes()))
+}
+
+/// `token` with its signature replaced.
+fn with_signature(token: &str, signature: &[u8]) -> String {
+    let (input, _) = token.rsplit_once('.').unwrap();
+    format!("{input}.{}", b64(signature))
+}
+
+fn signature_of(token: &str) -> Vec<u8> {
+    URL_SAFE_NO_PAD.decode(token.rsplit_once('.').unwrap().1).unwrap()
+}
+
+fn hmac(secret: &[u8], input: &str) -> Vec<u8> {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret).unwrap();
+    mac.update(input.as_bytes());
+    mac.finalize().into_bytes().to_vec()
+}
+
+#[test]
+fn every_algorithm_verifies_its_own_tokens() {
+    for signer in signers() {
+        let token = mint(&signer, &claims("orders", NOW + 600));
+        assert_eq!(decide(&token, NOW), Ok("orders"), "{}", signer.kid);
+        assert_eq!(decide(&token, NOW + 700), Err(Rejection::Expired), "{}", signer.kid);
+    }
+}
+
+#[test]
+fn algorithm_confusion_is_refused() {
+    let rsa = &signers()[0];
+    let good = mint(rsa, &claims("orders", NOW + 600));
+    let payload = good.split('.').nth(1).unwrap().to_owned();
+    // The classic attack: HS256 with the RSA public key (PEM, JWK n, or
+    // DER bytes) as the HMAC secret, naming the RSA key's kid.
+    let jwks = std::fs::read(root().join("testkit/keys/idp-jwks.json")).unwrap();
+    let n = URL_SAFE_NO_PAD
+        .decode(serde_json::from_slice::<serde_json::Value>(&jwks).unwrap()["keys"][0]["n"].as_str().unwrap())
+        .unwrap();
+    for secret in [jwks.clone(), n.clone(), pem("rs256-3072.pub.pem")] {
+        for kid in ["rsa-a2", "rsa-3072"] {
+            let input =
+                format!("{}.{payload}", b64(format!(r#"{{"alg":"HS256","kid":"{kid}"}}"#).as_bytes()));
+            let token = format!("{input}.{}", b64(&hmac(&secret, &input)));
+            assert_eq!(decide(&token, NOW), Err(Rejection::UnsupportedAlgorithm), "HS256 by {kid}");
+        }
+    }
+    // A kid naming a key of another type, whatever the signature.
+    let cases = [
+        (r#"{"alg":"RS256","kid":"ec-a3"}"#, "RS256 naming the P-256 key"),
+        (r#"{"alg":"ES256","kid":"rsa-a2"}"#, "ES256 naming the RSA key"),
+        (r#"{"alg":"EdDSA","kid":"rsa-a2"}"#, "EdDSA naming the RSA key"),
+        (r#"{"alg":"RS256","kid":"fixture"}"#, "RS256 naming the HMAC secret"),
+        (r#"{"alg":"ES256","kid":"fixture"}"#, "ES256 naming the HMAC secret"),
+        (r#"{"alg":"HS256","kid":"ed-8037"}"#, "HS256 naming the Ed25519 key"),
+        (r#"{"alg":"none","kid":"rsa-a2"}"#, "none"),
+        (r#"{"alg":"RS384","kid":"rsa-a2"}"#, "RS384"),
+        (r#"{"alg":"PS256","kid":"rsa-a2"}"#, "PS256"),
+        (r#"{"alg":"ES384","kid":"ec-a3"}"#, "ES384"),
+        (r#"{"alg":"Ed25519","kid":"ed-8037"}"#, "Ed25519 is not a JWS alg name here"),
+        (r#"{"alg":"rs256","kid":"rsa-a2"}"#, "lower case"),
+    ];
+    for (header, name) in cases {
+        assert_eq!(decide(&with_header(&good, header), NOW), Err(Rejection::UnsupportedAlgorithm), "{name}");
+    }
+    // An HMAC secret never verifies a public-key algorithm: an RS256 token
+    // "signed" with the HMAC of the fixture secret names the HMAC key.
+    let input = format!("{}.{payload}", b64(br#"{"alg":"RS256","kid":"fixture"}"#));
+    let token = format!("{input}.{}", b64(&hmac(loaded().keys[0].secret(), &input)));
+    assert_eq!(decide(&token, NOW), Err(Rejection::UnsupportedAlgorithm));
+}
+
+#[test]
+fn ecdsa_signatures_must_be_jose_r_s_in_range() {
+    let signers = signers();
+    let ec = &signers[2];
+    let token = mint(ec, &claims("orders", NOW + 600));
+    let sig = signature_of(&token);
+    let n = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551");
+    // Psychic signatures (CVE-2022-21449): r = s = 0, and r or s = n.
+    let zero_r: Vec<u8> = [&[0u8; 32][..], &sig[32..]].concat();
+    let zero_s: Vec<u8> = [&sig[..32], &[0u8; 32][..]].concat();
+    let r_n: Vec<u8> = [&n[..], &sig[32..]].concat();
+    let s_n: Vec<u8> = [&sig[..32], &n[..]].concat();
+    for (bad, name) in
+        [(vec![0u8; 64], "r = s = 0"), (zero_r, "r = 0"), (zero_s, "s = 0"), (r_n, "r = n"), (s_n, "s = n")]
+    {
+        assert_eq!(decide(&with_signature(&token, &bad), NOW), Err(Rejection::BadSignature), "{name}");
+    }
+    // DER (what a JCA or OpenSSL signer gives) is refused by its length.
+    let der = der_of(&sig);
+    assert_eq!(decide(&with_signature(&token, &der), NOW), Err(Rejection::BadSignature));
+    // High S: n - s verifies as well (RFC 7518 does not forbid it; jsonwebtoken accepts).
+    let high = [&sig[..32], &sub_mod_n(&n, &sig[32..])[..]].concat();
+    assert_eq!(decide(&with_signature(&token, &high), NOW), Ok("orders"));
+    let verdict = jsonwebtoken::decode::<serde_json::Value>(
+        &with_signature(&token, &high),
+        &ec.decoding,
+        &validation(ec),
+    );
+    assert!(verdict.is_ok(), "{verdict:?}");
+}
+
+#[test]
+fn signatures_of_the_wrong_size_are_refused() {
+    for signer in signers() {
+        let token = mint(&signer, &claims("orders", NOW + 600));
+        let sig = signature_of(&token);
+        for bad in [&sig[..sig.len() - 1], &[&sig[..], &[0][..]].concat()[..], &[][..]] {
+            let verdict = decide(&with_signature(&token, bad), NOW);
+            let expected = if bad.is_empty() { Rejection::MissingSignature } else { Rejection::BadSignature };
+            assert_eq!(verdict, Err(expected), "{} {} bytes", signer.kid, bad.len());
+        }
+    }
+    // An RSA signature at or above the modulus is refused before exponentiation.
+    let signers = signers();
+    let token = mint(&signers[0], &claims("orders", NOW + 600));
+    assert_eq!(decide(&with_signature(&token, &[0xff; 256]), NOW), Err(Rejection::BadSignature));
+}
+
+#[test]
+fn the_build_refuses_short_rsa_keys_and_other_curves() {
+    let dir = std::env::temp_dir().join(format!("gw-alg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = root().join("build/config/tests/data");
+    for (file, entry, expected) in [
+        ("rsa-1024-jwks.json", "jwks = \"rsa-1024-jwks.json\"", "is a 1024-bit RSA key"),
+        ("rsa-1024.pub.pem", "kid = \"k\"\npem = \"rsa-1024.pub.pem\"", "is a 1024-bit RSA key"),
+        ("p384-jwks.json", "jwks = \"p384-jwks.json\"", "ES256 is P-256 only"),
+    ] {
+        std::fs::copy(data.join(file), dir.join(file)).unwrap();
+        let toml = format!("[[keys]]\n{entry}\n[[routes]]\naud = \"a\"\nupstream = \"http://h\"\n");
+        std::fs::write(dir.join("gw.toml"), toml).unwrap();
+        let line = gateway_config::load(&dir.join("gw.toml")).unwrap_err().to_string();
+        assert!(line.contains(file) && line.contains(expected) && !line.contains('\n'), "{line}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn validation(signer: &Signer) -> Validation {
+    let mut validation = Validation::new(signer.alg);
+    validation.leeway = 30;
+    validation.validate_nbf = true;
+    validation.set_issuer(&[ISSUER]);
+    validation.set_audience(&["orders", "billing", "users"]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+    validation
+}
+
+/// A seeded xorshift: the same tokens on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// 10,000 tokens per algorithm, each decided by the gateway and by
+/// `jsonwebtoken` (with the gateway's rules and the key the token names):
+/// valid ones with varied claims, expired, not yet valid, other audiences
+/// and issuers, signatures with a flipped bit, truncated or signed by
+/// another key, and payloads changed after signing. Every verdict agrees.
+#[test]
+fn differential_against_jsonwebtoken_10000_tokens_per_algorithm() {
+    let signers = signers();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    for (i, signer) in signers.iter().enumerate() {
+        let other = &signers[(i + 1) % signers.len()];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ i as u64);
+        let (mut accepted, mut total) = (0, 0);
+        // Minting is the slow part (RSA private keys); each minted token
+        // yields several cases.
+        while total < 10_000 {
+            let aud = ["orders", "billing", "users", "nobody"][rng.below(4)];
+            // Away from the leeway boundary: jsonwebtoken reads the clock itself.
+            let exp = match rng.below(4) {
+                0 => now - 3_600,
+                _ => now + 60 + rng.below(86_400) as u64,
+            };
+            let mut body = claims(aud, exp);
+            body["iat"] = now.into();
+            match rng.below(6) {
+                0 => body["iss"] = "https://other.test".into(),
+                1 => body["nbf"] = (now + 3_600).into(),
+                2 => body["scope"] = "read write".into(),
+                _ => {}
+            }
+            let token = mint(signer, &body);
+            let (input, _) = token.rsplit_once('.').unwrap();
+            let payload = token.split('.').nth(1).unwrap();
+            let mut cases = vec![token.clone()];
+            for _ in 0..9 {
+                let case = match rng.below(5) {
+                    0 => {
+                        let mut sig = signature_of(&token);
+                        let at = rng.below(sig.len());
+                        sig[at] ^= 1 << rng.below(8);
+                        with_signature(&token, &sig)
+                    }
+                    1 => {
+                        let sig = signature_of(&token);
+                        with_signature(&token, &sig[..rng.below(sig.len())])
+                    }
+                    2 => {
+                        // Signed by another key under this key's kid and alg.
+                        let forged = mint(other, &body);
+                        format!("{input}.{}", forged.rsplit_once('.').unwrap().1)
+                    }
+                    3 => {
+                        let mut changed = body.clone();
+                        changed["sub"] = "admin".into();
+                        let changed = b64(&serde_json::to_vec(&changed).unwrap());
+                        token.replacen(payload, &changed, 1)
+                    }
+                    _ => token.clone(),
+                };
+                cases.push(case);
+            }
+            for case in cases {
+                let gateway = decide(&case, now).is_ok();
+                let reference =
+                    jsonwebtoken::decode::<serde_json::Value>(&case, &signer.decoding, &validation(signer));
+                assert_eq!(
+                    gateway,
+                    reference.is_ok(),
+                    "{} disagrees on {case}: gateway {:?}, jsonwebtoken {:?}",
+                    signer.kid,
+                    decide(&case, now),
+                    reference.err()
+                );
+                accepted += usize::from(gateway);
+                total += 1;
+            }
+        }
+        assert!(accepted > 500 && accepted < 9_000, "{}: {accepted} of {total} accepted", signer.kid);
+        eprintln!("{}: {total} tokens, {accepted} accepted by both, 0 disagreements", signer.kid);
+    }
+}
+
+/// The real module built with every algorithm, in wasmtime: ES256 and
+/// EdDSA tokens (short enough for the 256-byte token buffer) forward, and
+/// the confusion cases are refused with their reason.
+#[test]
+fn the_module_with_every_algorithm_decides_in_wasmtime() {
+    use host_sim::contract::Decision;
+    use host_sim::engine::{EngineOptions, ModuleSource};
+    use host_sim::instance::Runtime;
+
+    let path = root().join("target/fixture/gateway-algorithms.wasm");
+    if !path.exists() {
+        assert!(
+            std::env::var_os("REQUIRE_HOST_SIM").is_none(),
+            "{} is missing: run `make fixture`",
+            path.display()
+        );
+        eprintln!("skipped: {} is missing (make fixture builds it)", path.display());
+        return;
+    }
+    let options = EngineOptions { no_deadline: true, ..EngineOptions::default() };
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(path.clone()), 1).unwrap();
+    let signers = signers();
+    let now = NOW as f64;
+    let short = serde_json::json!({"iss": ISSUER, "aud": "users", "exp": NOW + 600});
+    for signer in &signers[2..] {
+        let token = mint(signer, &short);
+        assert!(token.len() <= 256, "{} bytes", token.len());
+        let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n");
+        match runtime.decide_fresh(head.as_bytes(), now).unwrap() {
+            Decision::Forward(plan) => assert_eq!(plan.origin, "http://127.0.0.1:9202", "{}", signer.kid),
+            Decision::Reject(r) => panic!("{}: {} {}", signer.kid, r.status, r.reason),
+        }
+        let mut sig = signature_of(&token);
+        sig[5] ^= 1;
+        for (bad, reason) in [
+            (with_signature(&token, &sig), "signature mismatch"),
+            (
+                with_header(&token, &format!(r#"{{"alg":"HS256","kid":"{}"}}"#, signer.kid)),
+                "alg not accepted for this key",
+            ),
+        ] {
+            let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {bad}\r\n\r\n");
+            match runtime.decide_fresh(head.as_bytes(), now).unwrap() {
+                Decision::Reject(r) => {
+                    assert_eq!((r.status, r.reason.as_str()), (401, reason), "{}", signer.kid)
+                }
+                Decision::Forward(_) => panic!("{} forwarded {bad}", signer.kid),
+            }
+        }
+    }
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
+}
+
+/// `n - s` for 32-byte big-endian numbers with s < n.
+fn sub_mod_n(n: &[u8], s: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; 32];
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let mut d = i16::from(n[i]) - i16::from(s[i]) - borrow;
+        borrow = i16::from(d < 0);
+        if d < 0 {
+            d += 256;
+        }
+        out[i] = d as u8;
+    }
+    out
+}
+
+/// The DER `SEQUENCE { INTEGER r, INTEGER s }` of a JOSE `r || s`.
+fn der_of(sig: &[u8]) -> Vec<u8> {
+    let int = |x: &[u8]| {
+        let x = &x[x.iter().take_while(|&&b| b == 0).count()..];
+        let mut v = if x[0] & 0x80 != 0 { vec![0u8] } else { vec![] };
+        v.extend_from_slice(x);
+        [vec![0x02, v.len() as u8], v].concat()
+    };
+    let body = [int(&sig[..32]), int(&sig[32..])].concat();
+    [vec![0x30, body.len() as u8], body].concat()
+}
+
+/// Per-token time of each algorithm, the gateway's verification beside
+/// `jsonwebtoken`'s, natively. A measurement, not a check (it asserts
+/// nothing about time): `cargo test --release -p gateway-security --test
+/// algorithms -- --ignored --nocapture per_token_time`.
+#[test]
+#[ignore = "a measurement: run it by name"]
+fn per_token_time() {
+    use std::time::Instant;
+    let rounds = 2_000;
+    let hs = gateway_security::mint_fixture(
+        r#"{"alg":"HS256","kid":"fixture"}"#,
+        &serde_json::json!({"iss": ISSUER, "aud": "orders", "sub": "user-1", "exp": NOW + 600}).to_string(),
+    );
+    let mut tokens = vec![(
+        "HS256",
+        hs,
+        Validation::new(Algorithm::HS256),
+        DecodingKey::from_secret(loaded().keys[0].secret()).unwrap(),
+    )];
+    for signer in signers() {
+        let name = match signer.kid {
+            "rsa-a2" => "RS256 (2048)",
+            "rsa-3072" => "RS256 (3072)",
+            "ec-a3" => "ES256",
+            _ => "EdDSA",
+        };
+        tokens.push((
+            name,
+            mint(&signer, &claims("orders", NOW + 600)),
+            validation(&signer),
+            signer.decoding,
+        ));
+    }
+    for (name, token, mut validation, key) in tokens {
+        validation.validate_exp = false;
+        validation.set_audience(&["orders"]);
+        validation.set_issuer(&[ISSUER]);
+        assert_eq!(decide(&token, NOW), Ok("orders"), "{name}");
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(decide(std::hint::black_box(&token), NOW)).unwrap();
+        }
+        let gateway = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(jsonwebtoken::decode::<serde_json::Value>(&token, &key, &validation))
+                .unwrap();
+        }
+        let reference = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        eprintln!(
+            "{name:<14} gateway {gateway:>8.1} us   jsonwebtoken {reference:>8.1} us   ({} token bytes)",
+            token.len()
+        );
+    }
+}
+
+/// Per-request time of each algorithm through the real module in wasmtime
+/// (a fresh instance per request, and one instance reused), with the whole
+/// request path. A measurement, not a check: `cargo test --release -p
+/// gateway-security --test algorithms -- --ignored --nocapture
+/// per_request_time_in_wasmtime`; `GATEWAY_ALGORITHMS_WASM` names another
+/// module built from `testkit/fixture-algorithms.toml`. An algorithm whose
+/// token does not fit the module's token buffer is reported as such.
+#[test]
+#[ignore = "a measurement: run it by name"]
+fn per_request_time_in_wasmtime() {
+    use host_sim::contract::Decision;
+    use host_sim::engine::{EngineOptions, ModuleSource};
+    use host_sim::instance::{Reusable, Runtime};
+    use std::time::Instant;
+
+    let path = std::env::var_os("GATEWAY_ALGORITHMS_WASM")
+        .map_or_else(|| root().join("target/fixture/gateway-algorithms.wasm"), PathBuf::from);
+    let options = EngineOptions { no_deadline: true, ..EngineOptions::default() };
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(path), 1).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let short = serde_json::json!({"iss": ISSUER, "aud": "users", "exp": now + 600});
+    let mut tokens = vec![(
+        "HS256".to_owned(),
+        gateway_security::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &short.to_string()),
+    )];
+    tokens.extend(signers().iter().map(|s| (s.kid.to_owned(), mint(s, &short))));
+    let rounds = 300;
+    for (name, token) in tokens {
+        let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n");
+        match runtime.decide_fresh(head.as_bytes(), now as f64).unwrap() {
+            Decision::Forward(_) => {}
+            Decision::Reject(r) => {
+                eprintln!("{name:<9} not measured: {} {} ({} token bytes)", r.status, r.reason, token.len());
+                continue;
+            }
+        }
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(runtime.decide_fresh(head.as_bytes(), now as f64).unwrap());
+        }
+        let fresh = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        let mut reusable = Reusable::default();
+        let start = Instant::now();
+        for _ in 0..rounds {
+            std::hint::black_box(runtime.decide_reused(&mut reusable, head.as_bytes(), now as f64).unwrap());
+        }
+        let reused = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+        eprintln!(
+            "{name:<9} fresh {fresh:>8.1} us   reused {reused:>8.1} us   ({} token bytes)",
+            token.len()
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! RS256: RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 section 3.3, RFC 8017
+//! section 8.2.2), for moduli of 2048 to 4096 bits.
+//!
+//! `crypto-bigint`'s fixed-size integers (`U2048`, `U3072`, `U4096`) and
+//! Montgomery arithmetic, on the stack, no heap. The Montgomery parameters
+//! of each key (`R mod n`, `R^2 mod n`, `-n^-1 mod 2^w`) are computed by the
+//! compiler: `FixedMontyParams::new_vartime` is a `const fn`, and the build
+//! writes each key as a call to it, so a request only exponentiates.
+//!
+//! Verification is RSAVP1 then a comparison with the one encoding PKCS#1
+//! v1.5 allows (EMSA-PKCS1-v1_5, RFC 8017 section 9.2), built from the
+//! SHA-256 of the signing input: `00 01 FF..FF 00 || DigestInfo || hash`.
+//! The signature must be exactly as long as the modulus and below it.
+//! Everything here is public (key, signature, message), so nothing needs to
+//! be constant-time.
+
+use core::fmt;
+
+use crypto_bigint::modular::{FixedMontyForm, FixedMontyParams};
+use crypto_bigint::{Odd, U64, U2048, U3072, U4096, Uint};
+use sha2::{Digest, Sha256};
+
+use crate::jws;
+use crate::reject::Rejection;
+
+/// The DER prefix of a DigestInfo holding a SHA-256 hash (RFC 8017 section
+/// 9.2, note 1).
+const SHA256_DIGEST_INFO: [u8; 19] = [
+    0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00,
+    0x04, 0x20,
+];
+
+/// The largest modulus, in bytes (4096 bits).
+pub const MAX_MODULUS_BYTES: usize = 512;
+
+/// An RSA public key, ready to verify: its Montgomery parameters at the
+/// smallest of the three widths that holds the modulus.
+#[derive(Clone, Copy)]
+pub struct RsaKey<'c> {
+    /// The `kid` that selects it.
+    pub kid: &'c str,
+    /// The modulus length in bytes (`k` in RFC 8017): every signature is
+    /// exactly this long.
+    pub len: usize,
+    /// The public exponent (odd, at least 3; 65537 in practice).
+    pub exponent: u64,
+    /// The modulus and its Montgomery parameters.
+    pub modulus: Modulus<'c>,
+}
+
+/// A modulus with its Montgomery parameters, at one of three widths.
+#[derive(Clone, Copy)]
+pub enum Modulus<'c> {
+    /// Up to 2048 bits.
+    Bits2048(&'c FixedMontyParams<{ U2048::LIMBS }>),
+    /// 2049 to 3072 bits.
+    Bits3072(&'c FixedMontyParams<{ U3072::LIMBS }>),
+    /// 3073 to 4096 bits.
+    Bits4096(&'c FixedMontyParams<{ U4096::LIMBS }>),
+}
+
+/// The parameters of a modulus of up to 2048 bits given as 512 hex digits.
+/// A `const fn`: the build calls it in the compiled-in config.
+pub const fn params_2048(hex: &str) -> FixedMontyParams<{ U2048::LIMBS }> {
+    FixedMontyParams::new_vartime(Odd::<U2048>::from_be_hex(hex))
+}
+
+/// As [`params_2048`], for 768 hex digits.
+pub const fn params_3072(hex: &str) -> FixedMontyParams<{ U3072::LIMBS }> {
+    FixedMontyParams::new_vartime(Odd::<U3072>::from_be_hex(hex))
+}
+
+/// As [`params_2048`], for 1024 hex digits.
+pub const fn params_4096(hex: &str) -> FixedMontyParams<{ U4096::LIMBS }> {
+    FixedMontyParams::new_vartime(Odd::<U4096>::from_be_hex(hex))
+}
+
+impl fmt::Debug for RsaKey<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RsaKey")
+            .field("kid", &self.kid)
+            .field("bits", &(self.len * 8))
+            .field("exponent", &self.exponent)
+            .finish()
+    }
+}
+
+/// Checks the base64url `signature` part over `signing_input` with `key`.
+pub fn verify(key: &RsaKey<'_>, signing_input: &[u8], signature: &[u8]) -> Result<(), Rejection> {
+    let hash = Sha256::digest(signing_input);
+    match key.modulus {
+        Modulus::Bits2048(params) => verify_at(params, key, &hash.into(), signature),
+        Modulus::Bits3072(params) => verify_at(params, key, &hash.into(), signature),
+        Modulus::Bits4096(params) => verify_at(params, key, &hash.into(), signature),
+    }
+}
+
+/// RSAVP1 and the EMSA-PKCS1-v1_5 comparison at one width.
+fn verify_at<const LIMBS: usize>(
+    params: &FixedMontyParams<LIMBS>,
+    key: &RsaKey<'_>,
+    hash: &[u8; 32],
+    signature: &[u8],
+) -> Result<(), Rejection> {
+    let width = Uint::<LIMBS>::BYTES;
+    let k = key.len;
+    if k > width || k < SHA256_DIGEST_INFO.len() + 32 + 11 {
+        return Err(Rejection::BadSignature);
+    }
+    // The signature, exactly k bytes, right-aligned in the integer's width.
+    let mut bytes = [0u8; MAX_MODULUS_BYTES];
+    let bytes = &mut bytes[..width];
+    jws::decode_exact(signature, &mut bytes[width - k..])?;
+    let s = Uint::<LIMBS>::from_be_slice(bytes);
+    // RFC 8017 section 5.2.2 step 1: the signature representative is below n.
+    if s >= *params.modulus().as_ref() {
+        return Err(Rejection::BadSignature);
+    }
+    let m = FixedMontyForm::new(&s, params).pow_vartime(&U64::from_u64(key.exponent)).retrieve();
+    let encoded = m.to_be_bytes();
+    let (leading, em) = encoded.as_ref().split_at(width - k);
+    if leading.iter().any(|&b| b != 0) || !is_pkcs1_sha256(em, hash) {
+        return Err(Rejection::BadSignature);
+    }
+    Ok(())
+}
+
+/// True when `em` is exactly `00 01 FF..FF 00 || DigestInfo(SHA-256) || hash`.
+fn is_pkcs1_sha256(em: &[u8], hash: &[u8; 32]) -> bool {
+    let tail = SHA256_DIGEST_INFO.len() + hash.len();
+    let Some(padding_end) = em.len().checked_sub(tail + 1) else {
+        return false;
+    };
+    let (head, rest) = em.split_at(padding_end);
+    let (digest_info, digest) = rest[1..].split_at(SHA256_DIGEST_INFO.len());
+    head.len() >= 10
+        && head[0] == 0x00
+        && head[1] == 0x01
+        && head[2..].iter().all(|&b| b == 0xff)
+        && rest[0] == 0x00
+        && digest_info == SHA256_DIGEST_INFO
+        && digest == hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signature::tests::{hex, wycheproof};
+
+    #[test]
+    fn pkcs1_encoding_is_exact() {
+        let hash = [7u8; 32];
+        let mut em = std::vec![0x00, 0x01];
+        em.extend([0xff; 202]);
+        em.push(0x00);
+        em.extend(SHA256_DIGEST_INFO);
+        em.extend(hash);
+        assert_eq!(em.len(), 256);
+        assert!(is_pkcs1_sha256(&em, &hash));
+        for i in 0..em.len() {
+            let mut bad = em.clone();
+            bad[i] ^= 0x01;
+            assert!(!is_pkcs1_sha256(&bad, &hash), "byte {i}");
+        }
+        assert!(!is_pkcs1_sha256(&em[1..], &hash));
+    }
+
+    /// Runs Wycheproof's RSA PKCS#1 v1.5 2048-bit SHA-256 signatures, each
+    /// as the base64url signature part of a token.
+    #[test]
+    fn wycheproof_vectors() {
+        let checked = wycheproof("wycheproof-rsa_signature_2048_sha256_test.json", |group, msg, sig| {
+            let n = hex(group["publicKey"]["modulus"].as_str().expect("modulus"));
+            let e = hex(group["publicKey"]["publicExponent"].as_str().expect("exponent"));
+            // Wycheproof writes the modulus as a signed integer: a leading zero byte.
+            let n = n.strip_prefix(&[0u8][..]).unwrap_or(&n);
+            assert_eq!(n.len(), 256);
+            let exponent = e.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+            let hexed: std::string::String = n.iter().map(|b| std::format!("{b:02x}")).collect();
+            let params = params_2048(&hexed);
+            let key = RsaKey { kid: "w", len: 256, exponent, modulus: Modulus::Bits2048(&params) };
+            let part = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sig);
+            verify(&key, msg, part.as_bytes())
+        });
+        assert!(checked >= 250, "{checked}");
+    }
+}
