@@ -73,8 +73,8 @@ impl Input<'_> {
         let mut cursor = std::io::Cursor::new(&mut out[..]);
         // Fits: the longest scheme, address and separators are under 64 bytes.
         let _ = match self.peer {
-            Some(peer) => write!(cursor, "{scheme} {}\n", peer.to_canonical()),
-            None => write!(cursor, "{scheme} unknown\n"),
+            Some(peer) => writeln!(cursor, "{scheme} {}", peer.to_canonical()),
+            None => writeln!(cursor, "{scheme} unknown"),
         };
         cursor.position() as usize
     }
