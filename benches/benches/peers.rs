@@ -51,7 +51,7 @@ fn worker_token(token: &[u8], now: u64) -> Option<&'static str> {
     let header_json = jws::decode(parts.header, &mut arena).ok()?;
     let key = header::select_key(header_json, COMPILED.keys).ok()?;
     let tag = jws::decode_signature(parts.signature).ok()?;
-    signature::verify(key.secret, parts.signing_input, &tag).ok()?;
+    signature::verify(&key.hmac, parts.signing_input, &tag).ok()?;
     let claims_json = jws::decode(parts.payload, &mut arena).ok()?;
     claims::check(claims_json, now, &COMPILED).ok().map(|g| g.route.origin)
 }

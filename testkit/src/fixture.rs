@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use gateway_config::GatewayConfig;
-use worker::config::{Config, Key, Route};
+use worker::config::{Config, HmacKey, Key, Route};
 
 /// The fixture's configuration file.
 pub fn toml_path() -> PathBuf {
@@ -43,7 +43,14 @@ pub fn worker_config() -> &'static Config<'static> {
         let keys: Vec<Key<'static>> = loaded
             .keys
             .iter()
-            .map(|k| Key { kid: leak(&k.kid), secret: Box::leak(k.secret().to_vec().into_boxed_slice()) })
+            .map(|k| {
+                let (inner, outer) = gateway_config::hmac_key::hmac_sha256_states(k.secret());
+                Key {
+                    kid: leak(&k.kid),
+                    secret: Box::leak(k.secret().to_vec().into_boxed_slice()),
+                    hmac: HmacKey { inner, outer },
+                }
+            })
             .collect();
         let routes: Vec<Route<'static>> = loaded
             .routes

@@ -78,7 +78,7 @@ pub fn authorize<'c, 'a>(
     let header_json = jws::decode(parts.header, arena)?;
     let key = header::select_key(header_json, config.keys)?;
     let tag = jws::decode_signature(parts.signature)?;
-    signature::verify(key.secret, parts.signing_input, &tag)?;
+    signature::verify(&key.hmac, parts.signing_input, &tag)?;
     let claims_json = jws::decode(parts.payload, arena)?;
     claims::check(claims_json, now, config)
 }
@@ -121,20 +121,22 @@ mod tests {
 
     const NOW: u64 = 1_800_000_000;
     const SECRET: &[u8] = b"test-key-0123456789abcdef0123456789";
-    const CONFIG: Config<'static> = Config {
+    static CONFIG: std::sync::LazyLock<Config<'static>> = std::sync::LazyLock::new(|| Config {
         realm: "gw",
         issuer: Some("iss"),
         leeway_secs: 0,
         trusted_proxy_hops: 0,
-        keys: &[
-            Key { kid: "k1", secret: SECRET },
-            Key { kid: "k2", secret: b"another-key-0123456789abcdef01234" },
-        ],
+        keys: std::vec![key("k1", SECRET), key("k2", b"another-key-0123456789abcdef01234")].leak(),
         routes: &[
             Route { audience: "a", origin: "http://a", base_path: "/a-svc" },
             Route { audience: "b", origin: "http://b:8080", base_path: "" },
         ],
-    };
+    });
+
+    /// A key with the states the build would compute for `secret`.
+    fn key(kid: &'static str, secret: &'static [u8]) -> Key<'static> {
+        Key { kid, secret, hmac: crate::signature::tests::keyed(secret) }
+    }
 
     fn b64(bytes: &[u8]) -> String {
         URL_SAFE_NO_PAD.encode(bytes)
@@ -257,8 +259,8 @@ mod tests {
         let vector: serde_json::Value = serde_json::from_str(&text).expect("JSON");
         let secret = URL_SAFE_NO_PAD.decode(vector["jwk_k_base64url"].as_str().expect("k")).expect("b64");
         let compact = vector["compact"].as_str().expect("compact");
-        let keys = [Key { kid: "unused", secret: &secret }];
-        let config = Config { issuer: Some("joe"), keys: &keys, ..CONFIG };
+        let keys = [key("unused", secret.leak())];
+        let config = Config { issuer: Some("joe"), keys: &keys, ..*CONFIG };
         let head = request(compact);
         // Before exp the signature and claims check out; the vector has no aud.
         assert_eq!(authorized(&head, 1_300_819_000, &config), Err(Rejection::MissingAudience));

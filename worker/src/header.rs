@@ -67,10 +67,11 @@ pub fn select_key<'c>(header_json: &[u8], keys: &'c [Key<'c>]) -> Result<&'c Key
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::HmacKey;
 
     const KEYS: &[Key<'static>] = &[
-        Key { kid: "k1", secret: b"0123456789abcdef0123456789abcdef" },
-        Key { kid: "k2", secret: b"fedcba9876543210fedcba9876543210" },
+        Key { kid: "k1", secret: b"0123456789abcdef0123456789abcdef", hmac: HmacKey::UNKEYED },
+        Key { kid: "k2", secret: b"fedcba9876543210fedcba9876543210", hmac: HmacKey::UNKEYED },
     ];
 
     fn kid_of(json: &str) -> Result<&'static str, Rejection> {

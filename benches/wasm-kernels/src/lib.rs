@@ -24,11 +24,11 @@ pub extern "C" fn buf_ptr() -> *const u8 {
     core::ptr::addr_of!(BUF) as *const u8
 }
 
-/// The worker's verification: a keyed HMAC made per call (`signature::verify`
-/// with a tag that does not match, so the whole path runs).
+/// The worker's verification (`signature::verify` from the build's key
+/// states, with a tag that does not match, so the whole path runs).
 #[unsafe(no_mangle)]
 pub extern "C" fn hmac_worker(len: u32) -> u32 {
-    let key = COMPILED.keys[0].secret;
+    let key = &COMPILED.keys[0].hmac;
     worker::signature::verify(key, buf(len), &[0u8; 32]).is_ok() as u32
 }
 

@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 pub mod envoy;
 pub mod envoy_filter;
+pub mod hmac_key;
 pub mod render_cli;
 
 /// The shortest key HS256 accepts: the hash output size (RFC 7518 section 3.2).
@@ -542,7 +543,11 @@ impl GatewayConfig {
         out.push_str(&format!("    trusted_proxy_hops: {},\n", self.trusted_proxy_hops));
         out.push_str("    keys: &[\n");
         for key in &self.keys {
-            out.push_str(&format!("        Key {{ kid: {:?}, secret: &{:?} }},\n", key.kid, key.secret));
+            let (inner, outer) = hmac_key::hmac_sha256_states(&key.secret);
+            out.push_str(&format!(
+                "        Key {{ kid: {:?}, secret: &{:?}, hmac: HmacKey {{ inner: {inner:?}, outer: {outer:?} }} }},\n",
+                key.kid, key.secret
+            ));
         }
         out.push_str("    ],\n    routes: &[\n");
         for route in &self.routes {
