@@ -22,18 +22,25 @@ pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
 /// is at most 256).
 pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 1024;
 
-/// Everything an instance holds: the input buffer, the request arena (whose
-/// first bytes are the output buffer), and the length of the last answer.
+/// Everything an instance holds: the length of the last answer, the request
+/// arena (whose first bytes are the output buffer), and the input buffer.
+///
+/// The order is for a fresh instance's first request, which pays for every
+/// 4 KiB page it touches: the page-aligned start holds the length and the
+/// output's first bytes; the arena hands out pieces from its end
+/// ([`crate::arena`]), which is where the input buffer begins, so the
+/// normalized target, the decoded JSON and the request head share a page.
+#[repr(C, align(4096))]
 pub struct Instance {
-    input: [u8; INPUT_CAPACITY],
-    scratch: [u8; SCRATCH_CAPACITY],
     output_len: usize,
+    scratch: [u8; SCRATCH_CAPACITY],
+    input: [u8; INPUT_CAPACITY],
 }
 
 impl Instance {
     /// A zeroed instance (in wasm it lives in `.bss`, so it costs no bytes of module).
     pub const fn new() -> Self {
-        Instance { input: [0; INPUT_CAPACITY], scratch: [0; SCRATCH_CAPACITY], output_len: 0 }
+        Instance { output_len: 0, scratch: [0; SCRATCH_CAPACITY], input: [0; INPUT_CAPACITY] }
     }
 
     /// The buffer the host writes the request head into.
