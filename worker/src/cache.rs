@@ -23,12 +23,15 @@
 use subtle::ConstantTimeEq as _;
 
 use crate::config::Key;
-use crate::request::TOKEN_CAPACITY;
 
 /// How many tokens an instance remembers.
 pub const ENTRIES: usize = 16;
 
-/// The longest claims JSON a token that fits the token buffer can carry.
+/// The longest token the cache keeps (today's token limit; kept apart from
+/// it so that a larger limit does not grow every instance's memory).
+pub const TOKEN_CAPACITY: usize = 256;
+
+/// The longest claims JSON such a token can carry.
 const CLAIMS_CAPACITY: usize = TOKEN_CAPACITY * 3 / 4;
 
 /// The cache itself (about 7.5 KiB). The index comes first and the entries
