@@ -169,6 +169,61 @@ pub struct EpochCost {
     pub without_deadline_p50_us: f64,
 }
 
+/// The mix where each token is presented many times, on a reused instance
+/// (whose cache of verified tokens can serve the repeats). Kept apart from
+/// the headline figures, whose tokens are all new to the module.
+#[derive(Debug, Clone, Serialize)]
+pub struct Repeated {
+    /// How many times each token is presented.
+    pub presentations: usize,
+    /// How many clients send their tokens interleaved.
+    pub clients: usize,
+    /// First and second presentations: verified in full (the module admits
+    /// a token to its cache on its second verification).
+    pub misses: Latency,
+    /// Third and later presentations: cache hits for every token that verifies.
+    pub hits: Latency,
+}
+
+/// One group's latencies: all, per kind, and (unexpected, deadline hits).
+type Group = (Histogram<u64>, Vec<(RequestKind, Histogram<u64>)>, (u64, u64));
+
+/// Times `n` requests of a repeated mix (cycled) on one reused instance,
+/// the first two presentations of a token apart from the later ones.
+pub fn warm_repeated(
+    runtime: &Runtime,
+    requests: &[(Request, usize)],
+    n: usize,
+    now: f64,
+) -> (Latency, Latency) {
+    let new_hist =
+        || Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    let new_group =
+        || -> Group { (new_hist(), RequestKind::ALL.iter().map(|k| (*k, new_hist())).collect(), (0, 0)) };
+    let mut groups = [new_group(), new_group()];
+    let mut reusable = Reusable::default();
+    for (request, _) in requests.iter().take(n / 20) {
+        let _ = runtime.decide(Isolation::Reuse, &mut reusable, request.head.as_bytes(), now);
+    }
+    for (request, before) in requests.iter().cycle().take(n) {
+        let start = Instant::now();
+        let outcome = runtime.decide(Isolation::Reuse, &mut reusable, request.head.as_bytes(), now);
+        let ns = (start.elapsed().as_nanos() as u64).max(1);
+        let (hist, by_kind, (unexpected, deadline_hits)) = &mut groups[usize::from(*before >= 2)];
+        let _ = hist.record(ns);
+        if let Some((_, h)) = by_kind.iter_mut().find(|(k, _)| *k == request.kind) {
+            let _ = h.record(ns);
+        }
+        if outcome == Err(crate::error::GuestError::Deadline) {
+            *deadline_hits += 1;
+        } else if !matches(request, &outcome) {
+            *unexpected += 1;
+        }
+    }
+    let [misses, hits] = groups.map(|(hist, by_kind, counts)| Latency::of(&hist, counts, &by_kind));
+    (misses, hits)
+}
+
 /// Everything `bench` measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -192,6 +247,8 @@ pub struct Report {
     pub memory: MemoryFigures,
     /// The deadline's cost (JIT input only: it needs a second compile).
     pub epoch: Option<EpochCost>,
+    /// Each token presented many times, reused instance (cache hits apart).
+    pub repeated: Repeated,
 }
 
 /// The process's resident memory from `/proc/self/status` (VmRSS), KiB.
@@ -353,6 +410,11 @@ pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
         warm(&runtime, Isolation::Fresh, &requests, args.requests, now, "warm, fresh instances", progress);
     let reuse =
         warm(&runtime, Isolation::Reuse, &requests, args.requests, now, "warm, reused instance", progress);
+    say.show("warm, reused instance, each token presented 20 times");
+    let (presentations, clients) = (20, 8);
+    let repeated_mix = mix.generate_repeated(4096 / presentations, presentations, clients);
+    let (misses, hits) = warm_repeated(&runtime, &repeated_mix, args.requests, now);
+    let repeated = Repeated { presentations, clients, misses, hits };
 
     let before = rss_kib();
     let during =
@@ -396,6 +458,7 @@ pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
         reuse,
         memory,
         epoch,
+        repeated,
     })
 }
 
@@ -435,22 +498,25 @@ pub fn table(r: &Report) -> String {
         s,
         "\nwarm latency (us)        requests      p50      p90      p99    p99.9      max     mean   req/s/core  deadline  wrong"
     );
-    for (name, l) in [("fresh instance", &r.fresh), ("reused instance", &r.reuse)] {
-        let _ = writeln!(
-            s,
-            "  {name:<20} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.2} {:>12.0} {:>9} {:>6}",
-            l.requests,
-            l.p50_us,
-            l.p90_us,
-            l.p99_us,
-            l.p999_us,
-            l.max_us,
-            l.mean_us,
-            l.requests_per_sec_per_core,
-            l.deadline_hits,
-            l.unexpected
-        );
-    }
+    let latency_rows = |s: &mut String, rows: [(&str, &Latency); 2]| {
+        for (name, l) in rows {
+            let _ = writeln!(
+                s,
+                "  {name:<20} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.2} {:>12.0} {:>9} {:>6}",
+                l.requests,
+                l.p50_us,
+                l.p90_us,
+                l.p99_us,
+                l.p999_us,
+                l.max_us,
+                l.mean_us,
+                l.requests_per_sec_per_core,
+                l.deadline_hits,
+                l.unexpected
+            );
+        }
+    };
+    latency_rows(&mut s, [("fresh instance", &r.fresh), ("reused instance", &r.reuse)]);
     for (name, l) in [("fresh", &r.fresh), ("reused", &r.reuse)] {
         let kinds: Vec<String> = RequestKind::ALL
             .iter()
@@ -458,6 +524,13 @@ pub fn table(r: &Report) -> String {
             .collect();
         let _ = writeln!(s, "  p50 by kind, {name}: {}", kinds.join(", "));
     }
+    let rp = &r.repeated;
+    let _ = writeln!(
+        s,
+        "\neach token presented {} times by {} interleaved clients, reused instance (not in the figures above):",
+        rp.presentations, rp.clients
+    );
+    latency_rows(&mut s, [("1st and 2nd (misses)", &rp.misses), ("3rd and later (hits)", &rp.hits)]);
     let m = &r.memory;
     let _ = writeln!(
         s,

@@ -23,7 +23,7 @@ use gateway_config::{GatewayConfig, PublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use worker::Rejection;
 use worker::arena::Arena;
-use worker::config::{Config, Key, Route, VerifyingKey};
+use worker::config::{Config, Route, VerifyingKey};
 use worker::signature::{eddsa, es256, rs256};
 use worker::{claims, header, jws, signature};
 
@@ -53,16 +53,8 @@ fn config() -> &'static Config<'static> {
     CONFIG.get_or_init(|| {
         let loaded = loaded();
         let text = |s: &str| -> &'static str { leak(s.to_owned().into_boxed_str()) };
-        let mut keys: Vec<VerifyingKey<'static>> = loaded
-            .keys
-            .iter()
-            .map(|k| {
-                VerifyingKey::Hs256(Key {
-                    kid: text(&k.kid),
-                    secret: leak(k.secret().to_vec().into_boxed_slice()),
-                })
-            })
-            .collect();
+        let mut keys: Vec<VerifyingKey<'static>> =
+            loaded.keys.iter().map(|k| testkit::fixture::hs256_key(&k.kid, k.secret())).collect();
         for public in &loaded.public_keys {
             let kid = text(&public.kid);
             keys.push(match &public.key {

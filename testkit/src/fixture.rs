@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use gateway_config::GatewayConfig;
-use worker::config::{Config, Key, Route, VerifyingKey};
+use worker::config::{Config, HmacKey, Key, Route, VerifyingKey};
 
 /// The fixture's configuration file.
 pub fn toml_path() -> PathBuf {
@@ -34,22 +34,25 @@ pub fn config() -> GatewayConfig {
     gateway_config::load(&toml_path()).unwrap_or_else(|e| panic!("the test fixture: {e}"))
 }
 
+/// An HS256 key as the build compiles it in (its HMAC states computed by the
+/// same function), kept for the process.
+pub fn hs256_key(kid: &str, secret: &[u8]) -> VerifyingKey<'static> {
+    let (inner, outer) = gateway_config::hmac_key::hmac_sha256_states(secret);
+    VerifyingKey::Hs256(Key {
+        kid: Box::leak(kid.to_owned().into_boxed_str()),
+        secret: Box::leak(secret.to_vec().into_boxed_slice()),
+        hmac: HmacKey { inner, outer },
+    })
+}
+
 /// The fixture as the worker reads it (built once, kept for the process).
 pub fn worker_config() -> &'static Config<'static> {
     static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
     CONFIG.get_or_init(|| {
         let loaded = config();
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-        let keys: Vec<VerifyingKey<'static>> = loaded
-            .keys
-            .iter()
-            .map(|k| {
-                VerifyingKey::Hs256(Key {
-                    kid: leak(&k.kid),
-                    secret: Box::leak(k.secret().to_vec().into_boxed_slice()),
-                })
-            })
-            .collect();
+        let keys: Vec<VerifyingKey<'static>> =
+            loaded.keys.iter().map(|k| hs256_key(&k.kid, k.secret())).collect();
         let routes: Vec<Route<'static>> = loaded
             .routes
             .iter()

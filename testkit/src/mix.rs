@@ -3,6 +3,11 @@
 //! with no route. The same seed gives the same requests, so benchmarks and
 //! tests are repeatable.
 //!
+//! Every token of [`Mix::generate`] is one the module has not seen (each
+//! has its own `iat`), so an instance's cache of verified tokens cannot
+//! serve it; [`Mix::generate_repeated`] is the mix where clients present
+//! each token many times.
+//!
 //! ```
 //! use testkit::mix::{Mix, RequestKind};
 //! let config = gateway_config::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway.toml")))?;
@@ -156,6 +161,13 @@ impl Mix {
 
     /// One request of `kind`, varied by `rng`.
     pub fn request(&self, kind: RequestKind, rng: &mut SplitMix64) -> Request {
+        self.numbered_request(kind, rng, 0)
+    }
+
+    /// One request of `kind`, varied by `rng`, whose token was issued
+    /// `serial` seconds before the others (so requests with different
+    /// serials never carry the same token; the token's length is the same).
+    fn numbered_request(&self, kind: RequestKind, rng: &mut SplitMix64, serial: u64) -> Request {
         let method = METHODS[rng.below(METHODS.len() as u64) as usize];
         let path = PATHS[rng.below(PATHS.len() as u64) as usize];
         let sub = SUBJECTS[rng.below(SUBJECTS.len() as u64) as usize];
@@ -165,7 +177,7 @@ impl Mix {
             self.audiences[rng.below(self.audiences.len() as u64) as usize].clone()
         };
         let claims = |aud: &str, exp: u64| {
-            let mut c = Claims::new(aud, exp).subject(sub).issued_at(self.now.saturating_sub(60));
+            let mut c = Claims::new(aud, exp).subject(sub).issued_at(self.now.saturating_sub(60 + serial));
             if let Some(iss) = &self.issuer {
                 c = c.issuer(iss);
             }
@@ -193,7 +205,7 @@ impl Mix {
         let mut rng = SplitMix64::new(self.seed);
         let total: u32 = RequestKind::ALL.iter().map(|k| k.weight()).sum();
         (0..n)
-            .map(|_| {
+            .map(|i| {
                 let mut pick = rng.below(u64::from(total)) as u32;
                 let mut kind = RequestKind::Valid;
                 for k in RequestKind::ALL {
@@ -203,8 +215,79 @@ impl Mix {
                     }
                     pick -= k.weight();
                 }
-                self.request(kind, &mut rng)
+                self.numbered_request(kind, &mut rng, i as u64)
             })
             .collect()
+    }
+
+    /// `tokens` distinct requests of [`Mix::generate`], each presented
+    /// `presentations` times, as `clients` clients interleaved round robin
+    /// would send them (a client sends its request `presentations` times,
+    /// then the next one). Each request comes with how many times its token
+    /// was presented before (0 for its first time).
+    pub fn generate_repeated(
+        &self,
+        tokens: usize,
+        presentations: usize,
+        clients: usize,
+    ) -> Vec<(Request, usize)> {
+        let distinct = self.generate(tokens);
+        let mut queue = distinct.iter();
+        let mut active: Vec<(&Request, usize)> =
+            queue.by_ref().take(clients.max(1)).map(|r| (r, 0)).collect();
+        let mut out = Vec::with_capacity(tokens * presentations);
+        while !active.is_empty() {
+            let mut i = 0;
+            while i < active.len() {
+                let (request, sent) = active[i];
+                out.push((request.clone(), sent));
+                if sent + 1 < presentations {
+                    active[i].1 += 1;
+                    i += 1;
+                } else if let Some(next) = queue.next() {
+                    active[i] = (next, 0);
+                    i += 1;
+                } else {
+                    active.remove(i);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn mix() -> Mix {
+        Mix::new(&crate::fixture::config(), 1_800_000_000, 7)
+    }
+
+    #[test]
+    fn every_token_of_the_mix_is_new_and_of_one_length_per_kind() {
+        let requests = mix().generate(2000);
+        let mut seen = std::collections::HashSet::new();
+        for r in requests.iter().filter(|r| r.kind != RequestKind::NoToken) {
+            assert!(seen.insert(r.head.lines().find(|l| l.starts_with("Authorization")).unwrap_or_default()));
+        }
+        assert!(seen.len() > 1500);
+    }
+
+    #[test]
+    fn a_repeated_mix_presents_each_token_the_given_times() {
+        let repeated = mix().generate_repeated(50, 20, 8);
+        assert_eq!(repeated.len(), 1000);
+        let mut counts: HashMap<&str, Vec<usize>> = HashMap::new();
+        // Requests without a token can be alike; every token is its own.
+        for (request, before) in repeated.iter().filter(|(r, _)| r.kind != RequestKind::NoToken) {
+            counts.entry(request.head.as_str()).or_default().push(*before);
+        }
+        assert!(counts.len() > 30);
+        assert!(counts.values().all(|b| *b == (0..20).collect::<Vec<_>>()));
+        // Eight clients interleaved: the second presentation comes 8 requests after the first.
+        assert_eq!(repeated[8].0, repeated[0].0);
+        assert_eq!(repeated[8].1, 1);
     }
 }

@@ -5,6 +5,7 @@
 //! [`Instance`] is the whole state of a module instance, safe and testable
 //! natively. On wasm32 the exports wrap one static `Instance`.
 
+use crate::cache::TokenCache;
 use crate::config::{COMPILED, Config};
 use crate::gateway;
 use crate::reject::Rejection;
@@ -22,18 +23,33 @@ pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
 /// is at most 256).
 pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 1024;
 
-/// Everything an instance holds: the input buffer, the request arena (whose
-/// first bytes are the output buffer), and the length of the last answer.
+/// Everything an instance holds: the length of the last answer, the cache
+/// of verified tokens, the request arena (whose first bytes are the output
+/// buffer), and the input buffer.
+///
+/// The order is for a fresh instance's first request, which pays for every
+/// 4 KiB page it touches: the page-aligned start holds the length and the
+/// cache's small index (a fresh instance writes no cache entry); the arena
+/// hands out pieces from its end ([`crate::arena`]), which is where the
+/// input buffer begins, so the normalized target, the decoded JSON and the
+/// request head share a page.
+#[repr(C, align(4096))]
 pub struct Instance {
-    input: [u8; INPUT_CAPACITY],
-    scratch: [u8; SCRATCH_CAPACITY],
     output_len: usize,
+    cache: TokenCache,
+    scratch: [u8; SCRATCH_CAPACITY],
+    input: [u8; INPUT_CAPACITY],
 }
 
 impl Instance {
     /// A zeroed instance (in wasm it lives in `.bss`, so it costs no bytes of module).
     pub const fn new() -> Self {
-        Instance { input: [0; INPUT_CAPACITY], scratch: [0; SCRATCH_CAPACITY], output_len: 0 }
+        Instance {
+            output_len: 0,
+            cache: TokenCache::new(),
+            scratch: [0; SCRATCH_CAPACITY],
+            input: [0; INPUT_CAPACITY],
+        }
     }
 
     /// The buffer the host writes the request head into.
@@ -46,7 +62,7 @@ impl Instance {
     /// did not fit: the answer is 431 without reading the buffer.
     pub fn handle(&mut self, len: u32, now: f64, config: &Config<'_>) -> u32 {
         let answer = match self.input.get(..len as usize) {
-            Some(input) => gateway::handle(input, now, config, &mut self.scratch),
+            Some(input) => gateway::handle_cached(input, now, config, &mut self.scratch, &mut self.cache),
             None => gateway::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
         };
         self.output_len = answer.output.len();

@@ -139,7 +139,7 @@ fn travels_intact(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Key, VerifyingKey};
+    use crate::config::{HmacKey, Key, VerifyingKey};
 
     const NOW: u64 = 1_800_000_000;
     const CONFIG: Config<'static> = Config {
@@ -147,7 +147,11 @@ mod tests {
         issuer: Some("https://issuer.example"),
         leeway_secs: 30,
         trusted_proxy_hops: 0,
-        keys: &[VerifyingKey::Hs256(Key { kid: "k", secret: b"0123456789abcdef0123456789abcdef" })],
+        keys: &[VerifyingKey::Hs256(Key {
+            kid: "k",
+            secret: b"0123456789abcdef0123456789abcdef",
+            hmac: HmacKey::UNKEYED,
+        })],
         routes: &[
             Route { audience: "billing", origin: "http://b", base_path: "" },
             Route { audience: "orders", origin: "http://o", base_path: "" },

@@ -5,6 +5,7 @@
 use core::fmt;
 
 use crate::signature::Alg;
+pub use crate::signature::HmacKey;
 
 /// What the gateway checks and where it routes.
 #[derive(Debug, Clone, Copy)]
@@ -90,11 +91,18 @@ pub struct Key<'c> {
     pub kid: &'c str,
     /// The key material, at least 32 bytes.
     pub secret: &'c [u8],
+    /// The same key as verification uses it: HMAC's key states, which the
+    /// build computes from `secret`.
+    pub hmac: HmacKey,
 }
 
 impl fmt::Debug for Key<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Key").field("kid", &self.kid).field("secret", &format_args!("{{ ... }}")).finish()
+        f.debug_struct("Key")
+            .field("kid", &self.kid)
+            .field("secret", &format_args!("{{ ... }}"))
+            .field("hmac", &format_args!("{{ ... }}"))
+            .finish()
     }
 }
 
@@ -133,8 +141,15 @@ mod tests {
     }
 
     #[test]
+    fn compiled_key_states_are_the_secrets() {
+        for key in COMPILED.keys.iter().filter_map(VerifyingKey::as_hs256) {
+            assert!(key.hmac == crate::signature::tests::keyed(key.secret), "{}", key.kid);
+        }
+    }
+
+    #[test]
     fn debug_hides_the_secret() {
-        let key = Key { kid: "k", secret: b"super-secret-material-0123456789" };
+        let key = Key { kid: "k", secret: b"super-secret-material-0123456789", hmac: HmacKey::UNKEYED };
         let shown = std::format!("{key:?}");
         assert!(!shown.contains("super-secret"), "{shown}");
     }

@@ -3,6 +3,7 @@
 //! runs them in order and turns the outcome into an answer.
 
 use crate::arena::Arena;
+use crate::cache::TokenCache;
 use crate::claims::{self, Grant};
 use crate::config::Config;
 use crate::reject::Rejection;
@@ -28,6 +29,29 @@ pub struct Answer<'a> {
 /// Unix seconds from the host's clock; `scratch` is the request's arena,
 /// reset by this call. The output is always the first bytes of `scratch`.
 pub fn handle<'a>(input: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Answer<'a> {
+    decide_with(input, now, config, scratch, None)
+}
+
+/// [`handle`] for an instance that serves request after request: tokens
+/// verified before are looked up in `cache` ([`crate::cache`]), which never
+/// changes a decision, only how much of it is computed again.
+pub fn handle_cached<'a>(
+    input: &[u8],
+    now: f64,
+    config: &Config<'_>,
+    scratch: &'a mut [u8],
+    cache: &mut TokenCache,
+) -> Answer<'a> {
+    decide_with(input, now, config, scratch, Some(cache))
+}
+
+fn decide_with<'a>(
+    input: &[u8],
+    now: f64,
+    config: &Config<'_>,
+    scratch: &'a mut [u8],
+    cache: Option<&mut TokenCache>,
+) -> Answer<'a> {
     if scratch.len() < OUTPUT_CAPACITY {
         return Answer { status: 500, output: &[] };
     }
@@ -35,7 +59,7 @@ pub fn handle<'a>(input: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut 
     let mut arena = Arena::new(rest);
     let mut writer = Output::new(&mut *out);
     let written = clock(now)
-        .and_then(|now| decide(input, now, config, &mut arena, &mut writer))
+        .and_then(|now| decide(input, now, config, &mut arena, &mut writer, cache))
         .map(|()| writer.written());
     finish(written, config, out)
 }
@@ -56,12 +80,13 @@ fn decide(
     config: &Config<'_>,
     arena: &mut Arena<'_>,
     out: &mut Output<'_>,
+    cache: Option<&mut TokenCache>,
 ) -> Result<(), Rejection> {
     let (context, head_bytes) = context::split(input)?;
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let head = request::parse(head_bytes, &mut fields)?;
     let target = target::normalize(head.method, head.target, arena)?;
-    let grant = authorize(&head, now, config, arena)?;
+    let grant = authorize_with(&head, now, config, arena, cache)?;
     forward::write_plan(out, &grant, &head, &target, &context, config)
 }
 
@@ -72,14 +97,45 @@ pub fn authorize<'c, 'a>(
     config: &Config<'c>,
     arena: &mut Arena<'a>,
 ) -> Result<Grant<'c, 'a>, Rejection> {
+    authorize_with(head, now, config, arena, None)
+}
+
+/// [`authorize`], looking the token up in `cache` first: a hit skips the
+/// split, the header and the signature, never the claims check.
+fn authorize_with<'c, 'a>(
+    head: &Head<'_, '_>,
+    now: u64,
+    config: &Config<'c>,
+    arena: &mut Arena<'a>,
+    cache: Option<&mut TokenCache>,
+) -> Result<Grant<'c, 'a>, Rejection> {
     let mut token = TokenBuf::new();
     request::bearer(head, &mut token)?;
-    let parts = jws::split(token.as_bytes())?;
+    let token = token.as_bytes();
+    let claims_json = match cache.as_deref().and_then(|c| c.claims(token, config.keys)) {
+        Some(cached) => {
+            let copy = arena.alloc(cached.len())?;
+            copy.copy_from_slice(cached);
+            &*copy
+        }
+        None => {
+            let claims_json = verify(token, config, arena)?;
+            if let Some(cache) = cache {
+                cache.insert(token, claims_json, config.keys);
+            }
+            claims_json
+        }
+    };
+    claims::check(claims_json, now, config)
+}
+
+/// Splits the token, checks its header and signature, and decodes its claims.
+fn verify<'a>(token: &[u8], config: &Config<'_>, arena: &mut Arena<'a>) -> Result<&'a [u8], Rejection> {
+    let parts = jws::split(token)?;
     let header_json = jws::decode(parts.header, arena)?;
     let key = header::select_key(header_json, config.keys)?;
     signature::verify_jws(key, parts.signing_input, parts.signature)?;
-    let claims_json = jws::decode(parts.payload, arena)?;
-    claims::check(claims_json, now, config)
+    jws::decode(parts.payload, arena)
 }
 
 /// Converts the host's clock to whole seconds, refusing nonsense.
@@ -120,20 +176,22 @@ mod tests {
 
     const NOW: u64 = 1_800_000_000;
     const SECRET: &[u8] = b"test-key-0123456789abcdef0123456789";
-    const CONFIG: Config<'static> = Config {
+    static CONFIG: std::sync::LazyLock<Config<'static>> = std::sync::LazyLock::new(|| Config {
         realm: "gw",
         issuer: Some("iss"),
         leeway_secs: 0,
         trusted_proxy_hops: 0,
-        keys: &[
-            VerifyingKey::Hs256(Key { kid: "k1", secret: SECRET }),
-            VerifyingKey::Hs256(Key { kid: "k2", secret: b"another-key-0123456789abcdef01234" }),
-        ],
+        keys: std::vec![key("k1", SECRET), key("k2", b"another-key-0123456789abcdef01234")].leak(),
         routes: &[
             Route { audience: "a", origin: "http://a", base_path: "/a-svc" },
             Route { audience: "b", origin: "http://b:8080", base_path: "" },
         ],
-    };
+    });
+
+    /// A key with the states the build would compute for `secret`.
+    fn key(kid: &'static str, secret: &'static [u8]) -> VerifyingKey<'static> {
+        VerifyingKey::Hs256(Key { kid, secret, hmac: crate::signature::tests::keyed(secret) })
+    }
 
     fn b64(bytes: &[u8]) -> String {
         URL_SAFE_NO_PAD.encode(bytes)
@@ -169,6 +227,14 @@ mod tests {
         let mut scratch = scratch();
         let input = std::format!("http 192.0.2.1\n{head}");
         let answer = handle(input.as_bytes(), NOW as f64, &CONFIG, &mut scratch);
+        (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
+    }
+
+    /// `decide` through `cache`, at `now`.
+    fn decide_cached(head: &str, now: u64, config: &Config<'_>, cache: &mut TokenCache) -> (u16, String) {
+        let mut scratch = scratch();
+        let input = std::format!("http 192.0.2.1\n{head}");
+        let answer = handle_cached(input.as_bytes(), now as f64, config, &mut scratch, cache);
         (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
     }
 
@@ -256,8 +322,8 @@ mod tests {
         let vector: serde_json::Value = serde_json::from_str(&text).expect("JSON");
         let secret = URL_SAFE_NO_PAD.decode(vector["jwk_k_base64url"].as_str().expect("k")).expect("b64");
         let compact = vector["compact"].as_str().expect("compact");
-        let keys = [VerifyingKey::Hs256(Key { kid: "unused", secret: &secret })];
-        let config = Config { issuer: Some("joe"), keys: &keys, ..CONFIG };
+        let keys = [key("unused", secret.leak())];
+        let config = Config { issuer: Some("joe"), keys: &keys, ..*CONFIG };
         let head = request(compact);
         // Before exp the signature and claims check out; the vector has no aud.
         assert_eq!(authorized(&head, 1_300_819_000, &config), Err(Rejection::MissingAudience));
@@ -428,9 +494,63 @@ mod tests {
             ("asterisk", request(&good).replace("POST /v1/orders?x=1", "OPTIONS *"), Rejection::AsteriskForm),
             ("encoded slash", request(&good).replace("/v1/orders", "/v1%2forders"), Rejection::EncodedSlash),
         ];
+        let mut cache = std::boxed::Box::new(TokenCache::new());
         for (name, head, expected) in cases {
             assert_eq!(rejection_of(&head), Some(expected), "{name}");
+            // Through a cache, presented often enough to be a hit: the same answer.
+            for _ in 0..3 {
+                assert_eq!(decide_cached(&head, NOW, &CONFIG, &mut cache), decide(&head), "{name}, cached");
+            }
         }
+    }
+
+    #[test]
+    fn a_cached_token_is_judged_again_at_every_request() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        let claims =
+            std::format!(r#"{{"iss":"iss","sub":"alice","aud":"b","exp":{},"nbf":{}}}"#, NOW + 60, NOW - 10);
+        let good = token(HEADER, &claims);
+        let head = request(&good);
+        for _ in 0..3 {
+            assert_eq!(decide_cached(&head, NOW, &CONFIG, &mut cache), decide(&head));
+        }
+        assert!(cache.claims(good.as_bytes(), CONFIG.keys).is_some(), "the token is cached");
+        let status = |now: u64, config: &Config<'_>, cache: &mut TokenCache| {
+            let (status, output) = decide_cached(&head, now, config, cache);
+            (status, output.split('\n').nth(1).map(String::from))
+        };
+        let reason = |r: Rejection| (r.status(), Some(String::from(r.reason())));
+        // Past exp, before nbf: refused, and still cached.
+        assert_eq!(status(NOW + 61, &CONFIG, &mut cache), reason(Rejection::Expired));
+        assert_eq!(status(NOW - 11, &CONFIG, &mut cache), reason(Rejection::NotYetValid));
+        // Another issuer or no route for the audience: the claims are checked against the config.
+        let other_issuer = Config { issuer: Some("other"), ..*CONFIG };
+        assert_eq!(status(NOW, &other_issuer, &mut cache), reason(Rejection::WrongIssuer));
+        let no_route = Config { routes: &CONFIG.routes[..1], ..*CONFIG };
+        assert_eq!(status(NOW, &no_route, &mut cache), reason(Rejection::NoRoute));
+        // Another key table: verified again, so a key that no longer signs it refuses it.
+        let rotated = [key("k1", b"rotated-key-0123456789abcdef01234")];
+        let rotated = Config { keys: &rotated, ..*CONFIG };
+        for _ in 0..3 {
+            assert_eq!(status(NOW, &rotated, &mut cache), reason(Rejection::BadSignature));
+        }
+        assert_eq!(status(NOW, &CONFIG, &mut cache).0, 200);
+        // The same header and claims under another signature: a miss, refused.
+        let signing_input = &good[..good.rfind('.').expect("dots")];
+        let forged = std::format!("{signing_input}.{}", sign(b"wrong key", signing_input));
+        for _ in 0..3 {
+            assert_eq!(
+                decide_cached(&request(&forged), NOW, &CONFIG, &mut cache).0,
+                Rejection::BadSignature.status()
+            );
+            assert!(
+                decide_cached(&request(&forged), NOW, &CONFIG, &mut cache).1.contains("signature mismatch")
+            );
+        }
+        // The forward plan is built per request: another path, another plan.
+        let (status, plan) =
+            decide_cached(&head.replace("/v1/orders?x=1", "/other"), NOW, &CONFIG, &mut cache);
+        assert_eq!((status, plan.lines().nth(1)), (200, Some("/other")));
     }
 
     #[test]

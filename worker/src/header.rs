@@ -79,12 +79,19 @@ pub fn select_key<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    use crate::config::Key;
+    use crate::config::{HmacKey, Key};
 
     const KEYS: &[VerifyingKey<'static>] = &[
-        VerifyingKey::Hs256(Key { kid: "k1", secret: b"0123456789abcdef0123456789abcdef" }),
-        VerifyingKey::Hs256(Key { kid: "k2", secret: b"fedcba9876543210fedcba9876543210" }),
+        VerifyingKey::Hs256(Key {
+            kid: "k1",
+            secret: b"0123456789abcdef0123456789abcdef",
+            hmac: HmacKey::UNKEYED,
+        }),
+        VerifyingKey::Hs256(Key {
+            kid: "k2",
+            secret: b"fedcba9876543210fedcba9876543210",
+            hmac: HmacKey::UNKEYED,
+        }),
     ];
 
     fn kid_of(json: &str) -> Result<&'static str, Rejection> {

@@ -12,7 +12,7 @@
 //! | target | [`target`] | the request target normalized, confined, or refused |
 //! | split | [`jws`] | compact JWS parts, canonical base64url |
 //! | header | [`header`] | strict JSON ([`json`]); key by `kid`, `alg` exactly that key's algorithm, `typ`, `crit` |
-//! | verify | [`signature`] | by the key's algorithm: HMAC-SHA256 (constant-time comparison); RS256, ES256, EdDSA as build features |
+//! | verify | [`signature`] | by the key's algorithm: HMAC-SHA256 (constant-time comparison); RS256, ES256, EdDSA as build features; [`cache`] remembers verified tokens per instance |
 //! | claims | [`claims`] | strict JSON; `exp`/`nbf`/`iat`, `iss`, `aud`, `sub` |
 //! | route | [`route`] | binary search of the sorted audience table |
 //! | forward | [`forward`] | the upstream request: origin, path, fields dropped and set |
@@ -25,6 +25,7 @@
 
 pub mod abi;
 pub mod arena;
+pub mod cache;
 pub mod claims;
 pub mod config;
 pub mod context;

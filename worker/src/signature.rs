@@ -1,8 +1,13 @@
 //! Phase 3b, verify: the signature over the signing input, checked with the
 //! selected key's own algorithm and nothing else.
 //!
-//! HS256 is HMAC-SHA256 compared in constant time (`hmac`'s `verify_slice`
-//! uses `subtle`); it is always built. RS256, ES256 and EdDSA are build
+//! HS256 is HMAC-SHA256 compared in constant time (`subtle`); it is always
+//! built. HMAC(K, m) = H((K' ^ opad) || H((K' ^ ipad) || m)) (RFC 2104): the
+//! first block of each hash depends on the key alone, so the build
+//! compresses it (`gateway_config::hmac_key`) and the worker starts from the
+//! two chaining values in [`HmacKey`], two SHA-256 compressions fewer per
+//! request; the message blocks and FIPS 180-4's padding are finished here
+//! with `sha2`'s compression function. RS256, ES256 and EdDSA are build
 //! features, one submodule each. A key carries its algorithm ([`Alg`]), the
 //! header phase has already required the token's `alg` to equal it, and
 //! [`verify_jws`] dispatches on the key, never on the token: an RSA or EC
@@ -12,8 +17,8 @@
 //! Keys are parsed and validated at build time (`build/config`): the module
 //! holds them as constants in the form each algorithm computes with.
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use sha2::block_api::compress256;
+use subtle::ConstantTimeEq as _;
 
 use crate::config::VerifyingKey;
 use crate::jws;
@@ -61,13 +66,29 @@ impl Alg {
     }
 }
 
+/// An HS256 key as the request path uses it: SHA-256's chaining values after
+/// the key's inner and outer padded blocks (one 64-byte block each).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct HmacKey {
+    /// After `K' ^ ipad`.
+    pub inner: [u32; 8],
+    /// After `K' ^ opad`.
+    pub outer: [u32; 8],
+}
+
+#[cfg(test)]
+impl HmacKey {
+    /// States of no key, for tests that never reach verification.
+    pub(crate) const UNKEYED: HmacKey = HmacKey { inner: [0; 8], outer: [0; 8] };
+}
+
 /// Checks the base64url `signature` part over `signing_input` with `key`,
 /// by the key's algorithm. Each algorithm decodes exactly its own signature
 /// size: 32 bytes for HS256, the modulus length for RS256, 64 bytes
 /// (`r || s`, or `R || S`) for ES256 and EdDSA.
 pub fn verify_jws(key: &VerifyingKey<'_>, signing_input: &[u8], signature: &[u8]) -> Result<(), Rejection> {
     match key {
-        VerifyingKey::Hs256(key) => verify(key.secret, signing_input, &jws::decode_signature(signature)?),
+        VerifyingKey::Hs256(key) => verify(&key.hmac, signing_input, &jws::decode_signature(signature)?),
         #[cfg(feature = "rs256")]
         VerifyingKey::Rs256(key) => rs256::verify(key, signing_input, signature),
         #[cfg(feature = "es256")]
@@ -78,15 +99,62 @@ pub fn verify_jws(key: &VerifyingKey<'_>, signing_input: &[u8], signature: &[u8]
 }
 
 /// Checks that `signature` is the HMAC-SHA256 of `signing_input` under `key`.
-pub fn verify(key: &[u8], signing_input: &[u8], signature: &[u8; 32]) -> Result<(), Rejection> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).map_err(|_| Rejection::BadSignature)?;
-    mac.update(signing_input);
-    mac.verify_slice(signature).map_err(|_| Rejection::BadSignature)
+pub fn verify(key: &HmacKey, signing_input: &[u8], signature: &[u8; 32]) -> Result<(), Rejection> {
+    let inner = finish(key.inner, signing_input);
+    let tag = finish(key.outer, &inner);
+    if bool::from(tag.ct_eq(signature)) { Ok(()) } else { Err(Rejection::BadSignature) }
+}
+
+/// Finishes a SHA-256 whose first 64-byte block is already in `state`:
+/// absorbs `message` and the padding (a 1 bit, zeros, the length in bits
+/// including the first block, big-endian), and returns the digest.
+fn finish(mut state: [u32; 8], message: &[u8]) -> [u8; 32] {
+    let (blocks, tail) = message.as_chunks::<64>();
+    compress256(&mut state, blocks);
+    let mut last = [0u8; 128];
+    last[..tail.len()].copy_from_slice(tail);
+    last[tail.len()] = 0x80;
+    let end = if tail.len() < 56 { 64 } else { 128 };
+    let bits = (64 + message.len() as u64) * 8;
+    last[end - 8..end].copy_from_slice(&bits.to_be_bytes());
+    compress256(&mut state, last[..end].as_chunks::<64>().0);
+    let mut digest = [0u8; 32];
+    for (bytes, word) in digest.as_chunks_mut::<4>().0.iter_mut().zip(state) {
+        *bytes = word.to_be_bytes();
+    }
+    digest
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The key states of a raw key, as the build computes them.
+    pub(crate) fn keyed(secret: &[u8]) -> HmacKey {
+        let (inner, outer) = gateway_config::hmac_key::hmac_sha256_states(secret);
+        HmacKey { inner, outer }
+    }
+
+    #[test]
+    fn agrees_with_the_hmac_crate_at_every_padding_boundary() {
+        use hmac::{Hmac, KeyInit, Mac};
+        for key_len in [1, 32, 63, 64, 65, 131] {
+            let secret: std::vec::Vec<u8> = (0..key_len).map(|i| i as u8 ^ 0xa5).collect();
+            let key = keyed(&secret);
+            for len in 0..=300 {
+                let message: std::vec::Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+                let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&secret).expect("any length");
+                mac.update(&message);
+                let tag: [u8; 32] = mac.finalize().into_bytes().into();
+                assert_eq!(finish_both(&key, &message), tag, "key {key_len}, message {len}");
+                assert_eq!(verify(&key, &message, &tag), Ok(()));
+            }
+        }
+    }
+
+    fn finish_both(key: &HmacKey, message: &[u8]) -> [u8; 32] {
+        finish(key.outer, &finish(key.inner, message))
+    }
 
     #[derive(serde::Deserialize)]
     struct Rfc4231Case {
@@ -140,10 +208,15 @@ mod tests {
             let data = hex(&case.data_hex);
             let tag = hex(&case.hmac_sha256_hex);
             let tag: [u8; 32] = tag.as_slice().try_into().expect("32-byte tag");
-            assert_eq!(verify(&key, &data, &tag), Ok(()), "case {}", case.case);
+            assert_eq!(verify(&keyed(&key), &data, &tag), Ok(()), "case {}", case.case);
             let mut flipped = tag;
             flipped[31] ^= 1;
-            assert_eq!(verify(&key, &data, &flipped), Err(Rejection::BadSignature), "case {}", case.case);
+            assert_eq!(
+                verify(&keyed(&key), &data, &flipped),
+                Err(Rejection::BadSignature),
+                "case {}",
+                case.case
+            );
         }
     }
 
@@ -159,7 +232,7 @@ mod tests {
                 let tag = hex(test["tag"].as_str().expect("tag"));
                 let valid = test["result"] == "valid";
                 let verdict = match <[u8; 32]>::try_from(tag.as_slice()) {
-                    Ok(tag) => verify(&key, &msg, &tag),
+                    Ok(tag) => verify(&keyed(&key), &msg, &tag),
                     // A truncated tag cannot reach verify: decode_signature refuses it.
                     Err(_) => Err(Rejection::BadSignature),
                 };

@@ -66,7 +66,10 @@ pub fn normalize<'a, 'b>(
         Some(i) => (&rest[..i], Some(&rest[i + 1..])),
         None => (rest, None),
     };
-    let mut out = Writer { buf: arena.alloc(MAX_TARGET_LEN)?, len: 0 };
+    // Each byte is written as at most three (an escape), plus a "/" for an
+    // empty path: a short target takes a short piece of the arena.
+    let room = MAX_TARGET_LEN.min(3 * target.len() + 1);
+    let mut out = Writer { buf: arena.alloc(room)?, len: 0 };
     write_path(path, &mut out)?;
     if let Some(query) = query {
         out.push(b'?')?;
@@ -222,6 +225,17 @@ impl Writer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_worst_expansion_fits_the_piece_a_target_takes() {
+        // Every byte escaped, and "/" for an empty path: 3 per byte plus 1.
+        assert_eq!(normalized("GET", "/\"\"").as_deref(), Ok("/%22%22"));
+        assert_eq!(normalized("GET", "/?\"'").as_deref(), Ok("/?%22%27"));
+        assert_eq!(normalized("GET", "http://gw").as_deref(), Ok("/"));
+        let long = std::format!("/a{}", "\"".repeat((MAX_TARGET_LEN - 2) / 3));
+        assert_eq!(normalized("GET", &long).map(|t| t.len()), Ok(MAX_TARGET_LEN));
+        assert_eq!(normalized("GET", &std::format!("{long}\"")), Err(Rejection::TargetTooLong));
+    }
 
     fn normalized(method: &str, target: &str) -> Result<std::string::String, Rejection> {
         let mut region = std::vec![0u8; MAX_TARGET_LEN];

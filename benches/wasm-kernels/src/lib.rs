@@ -24,12 +24,14 @@ pub extern "C" fn buf_ptr() -> *const u8 {
     core::ptr::addr_of!(BUF) as *const u8
 }
 
-/// The worker's verification: a keyed HMAC made per call (`signature::verify`
-/// with a tag that does not match, so the whole path runs).
+/// The worker's verification (`signature::verify` from the build's key
+/// states, with a tag that does not match, so the whole path runs).
 #[unsafe(no_mangle)]
 pub extern "C" fn hmac_worker(len: u32) -> u32 {
-    let key = hs256_secret();
-    worker::signature::verify(key, buf(len), &[0u8; 32]).is_ok() as u32
+    match COMPILED.keys[0].as_hs256() {
+        Some(key) => worker::signature::verify(&key.hmac, buf(len), &[0u8; 32]).is_ok() as u32,
+        None => 0,
+    }
 }
 
 /// The first compiled-in key's secret (the benches' config has one HS256 key).

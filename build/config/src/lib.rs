@@ -23,6 +23,7 @@ use serde::Deserialize;
 
 pub mod envoy;
 pub mod envoy_filter;
+pub mod hmac_key;
 pub mod public_keys;
 pub mod render_cli;
 
@@ -637,8 +638,9 @@ impl GatewayConfig {
         out.push_str(&format!("    trusted_proxy_hops: {},\n", self.trusted_proxy_hops));
         out.push_str("    keys: &[\n");
         for key in &self.keys {
+            let (inner, outer) = hmac_key::hmac_sha256_states(&key.secret);
             out.push_str(&format!(
-                "        VerifyingKey::Hs256(Key {{ kid: {:?}, secret: &{:?} }}),\n",
+                "        VerifyingKey::Hs256(Key {{ kid: {:?}, secret: &{:?}, hmac: HmacKey {{ inner: {inner:?}, outer: {outer:?} }} }}),\n",
                 key.kid, key.secret
             ));
         }

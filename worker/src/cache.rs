@@ -1,0 +1,209 @@
+//! A per-instance cache of recently verified tokens, so a client that sends
+//! the same token request after request pays for its signature once (the
+//! idea of Envoy's `jwt_cache_config`).
+//!
+//! What is cached is what verification established and nothing more: that
+//! this exact token's header selected a key and its signature checked out
+//! under it, and the decoded claims JSON. Every hit runs the claims check
+//! again (`exp`, `nbf`, `iat`, `iss`, `aud`, `sub`, the route) at the
+//! request's clock, and the forward plan is built per request, so a hit
+//! never decides differently from a miss. A rejected token is never cached.
+//!
+//! Lookup: a hash of the token finds the candidate, and a constant-time
+//! comparison of the whole token (`subtle`) confirms it, so the time a
+//! lookup takes does not tell how much of a cached token a guess matched.
+//! The entries are bound to the key table they were verified with: another
+//! table (a native caller switching configs) empties the cache.
+//!
+//! A token is admitted on its second verification (its hash is remembered
+//! on the first): a fresh instance, which serves one request, then never
+//! writes an entry, and a stream of tokens seen once does not evict the
+//! ones that repeat. Entries are replaced oldest first.
+
+use subtle::ConstantTimeEq as _;
+
+use crate::config::VerifyingKey;
+
+/// How many tokens an instance remembers.
+pub const ENTRIES: usize = 16;
+
+/// The longest token the cache keeps (today's token limit; kept apart from
+/// it so that a larger limit does not grow every instance's memory).
+pub const TOKEN_CAPACITY: usize = 256;
+
+/// The longest claims JSON such a token can carry.
+const CLAIMS_CAPACITY: usize = TOKEN_CAPACITY * 3 / 4;
+
+/// The cache itself (about 7.5 KiB). The index comes first and the entries
+/// last (`repr(C)`): a fresh instance's lookup and first sighting read and
+/// write the index alone, so they touch one page, not eight.
+#[repr(C)]
+pub struct TokenCache {
+    /// The key table the entries were verified with (its address and length).
+    keys: (usize, usize),
+    /// Hashes of verified tokens seen once, not yet admitted.
+    seen: [u64; ENTRIES],
+    /// Where the next seen hash goes.
+    next_seen: usize,
+    /// Each entry's token hash (0, which no token hashes to, for an empty entry).
+    hashes: [u64; ENTRIES],
+    /// The entries.
+    entries: [Entry; ENTRIES],
+    /// Which entry is replaced next.
+    next: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    token_len: usize,
+    claims_len: usize,
+    token: [u8; TOKEN_CAPACITY],
+    claims: [u8; CLAIMS_CAPACITY],
+}
+
+const EMPTY: Entry =
+    Entry { token_len: 0, claims_len: 0, token: [0; TOKEN_CAPACITY], claims: [0; CLAIMS_CAPACITY] };
+
+impl TokenCache {
+    /// An empty cache (zeroed, so in wasm it costs no bytes of module).
+    pub const fn new() -> Self {
+        TokenCache {
+            keys: (0, 0),
+            seen: [0; ENTRIES],
+            next_seen: 0,
+            hashes: [0; ENTRIES],
+            entries: [EMPTY; ENTRIES],
+            next: 0,
+        }
+    }
+
+    /// The claims JSON of `token` if it was verified with `keys`.
+    pub fn claims(&self, token: &[u8], keys: &[VerifyingKey<'_>]) -> Option<&[u8]> {
+        if token.is_empty() || self.keys != identity(keys) {
+            return None;
+        }
+        let hash = hash(token);
+        let entry = &self.entries[self.hashes.iter().position(|&h| h == hash)?];
+        let cached = entry.token.get(..entry.token_len)?;
+        bool::from(cached.ct_eq(token)).then(|| &entry.claims[..entry.claims_len])
+    }
+
+    /// Records that `token`'s header and signature checked out under `keys`
+    /// and that its payload decoded to `claims`.
+    pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[VerifyingKey<'_>]) {
+        if token.is_empty() || token.len() > TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
+            return;
+        }
+        if self.keys != identity(keys) {
+            // Forget every entry: an entry is empty while its hash is 0.
+            self.hashes = [0; ENTRIES];
+            self.seen = [0; ENTRIES];
+            self.keys = identity(keys);
+        }
+        let hash = hash(token);
+        if !self.seen.contains(&hash) {
+            self.seen[self.next_seen] = hash;
+            self.next_seen = (self.next_seen + 1) % ENTRIES;
+            return;
+        }
+        let slot = self.next;
+        self.next = (slot + 1) % ENTRIES;
+        let entry = &mut self.entries[slot];
+        entry.token[..token.len()].copy_from_slice(token);
+        entry.token_len = token.len();
+        entry.claims[..claims.len()].copy_from_slice(claims);
+        entry.claims_len = claims.len();
+        self.hashes[slot] = hash;
+    }
+}
+
+impl Default for TokenCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Which key table: its address and length.
+fn identity(keys: &[VerifyingKey<'_>]) -> (usize, usize) {
+    (keys.as_ptr() as usize, keys.len())
+}
+
+/// A fast hash of the token, 8 bytes at a time (only to find the candidate;
+/// the whole token is compared after it).
+fn hash(token: &[u8]) -> u64 {
+    let (words, tail) = token.as_chunks::<8>();
+    let mut last = [0u8; 8];
+    last[..tail.len()].copy_from_slice(tail);
+    let mix = |h: u64, word: [u8; 8]| {
+        (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+    };
+    let h = words.iter().fold(token.len() as u64, |h, &w| mix(h, w));
+    mix(h, last) | 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{HmacKey, Key};
+
+    static KEYS: &[VerifyingKey<'static>] = &[VerifyingKey::Hs256(Key {
+        kid: "k",
+        secret: b"0123456789abcdef0123456789abcdef",
+        hmac: HmacKey::UNKEYED,
+    })];
+    static OTHER_KEYS: &[VerifyingKey<'static>] = &[VerifyingKey::Hs256(Key {
+        kid: "other",
+        secret: b"fedcba9876543210fedcba9876543210",
+        hmac: HmacKey::UNKEYED,
+    })];
+
+    fn twice(cache: &mut TokenCache, token: &[u8], claims: &[u8]) {
+        cache.insert(token, claims, KEYS);
+        cache.insert(token, claims, KEYS);
+    }
+
+    #[test]
+    fn a_token_is_admitted_on_its_second_verification() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        cache.insert(b"a.b.c", b"{}", KEYS);
+        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
+        cache.insert(b"a.b.c", b"{}", KEYS);
+        assert_eq!(cache.claims(b"a.b.c", KEYS), Some(&b"{}"[..]));
+    }
+
+    #[test]
+    fn only_the_whole_token_hits() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        twice(&mut cache, b"head.body.sig1", b"{\"a\":1}");
+        for other in [&b"head.body.sig2"[..], b"head.body.sig", b"head.body.sig11", b"", b"Head.body.sig1"] {
+            assert_eq!(cache.claims(other, KEYS), None, "{other:?}");
+        }
+        assert_eq!(cache.claims(b"head.body.sig1", KEYS), Some(&b"{\"a\":1}"[..]));
+    }
+
+    #[test]
+    fn another_key_table_misses_and_empties_the_cache() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        twice(&mut cache, b"a.b.c", b"{}");
+        assert_eq!(cache.claims(b"a.b.c", OTHER_KEYS), None);
+        cache.insert(b"x.y.z", b"{}", OTHER_KEYS);
+        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
+    }
+
+    #[test]
+    fn the_oldest_entry_goes_first_and_oversized_input_is_not_cached() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        let tokens: std::vec::Vec<std::string::String> =
+            (0..=ENTRIES).map(|i| std::format!("t.{i}.s")).collect();
+        for token in &tokens {
+            twice(&mut cache, token.as_bytes(), b"{}");
+        }
+        assert_eq!(cache.claims(tokens[0].as_bytes(), KEYS), None);
+        assert!(tokens[1..].iter().all(|t| cache.claims(t.as_bytes(), KEYS).is_some()));
+        let long = [b'a'; TOKEN_CAPACITY + 1];
+        twice(&mut cache, &long, b"{}");
+        assert_eq!(cache.claims(&long, KEYS), None);
+        twice(&mut cache, b"a.b.c", &[b' '; CLAIMS_CAPACITY + 1]);
+        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
+    }
+}
