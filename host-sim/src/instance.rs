@@ -45,23 +45,41 @@ pub struct HostState {
 #[derive(Debug, Clone, Copy, Default)]
 struct CpuDeadline {
     budget: std::time::Duration,
-    /// The calling thread's CPU clock when the call began. A reading, not
-    /// a `ThreadTime` (which may not leave its thread), so that a Store can
-    /// be made on one thread and used on another; each call is on one thread.
+    /// The calling thread's CPU clock when the call began (None: outside a
+    /// call). A reading, not a `ThreadTime` (which may not leave its
+    /// thread), so that a Store can be made on one thread and used on
+    /// another; each call is on one thread.
     call_started: Option<std::time::Duration>,
 }
 
 impl CpuDeadline {
     /// What to do when an epoch deadline passes during a call.
-    fn on_epoch_deadline(&self) -> wasmtime::UpdateDeadline {
-        let now = cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration());
-        let used = self.call_started.zip(now).map(|(start, now)| now.saturating_sub(start));
-        match used {
-            Some(used) if used < self.budget => wasmtime::UpdateDeadline::Continue(1),
-            // Out of budget, or no CPU clock to tell: stop the guest.
-            _ => wasmtime::UpdateDeadline::Interrupt,
+    fn on_epoch_deadline(&mut self) -> wasmtime::UpdateDeadline {
+        // No CPU clock to tell: stop the guest.
+        let Some(now) = thread_cpu_time(self.budget) else {
+            return wasmtime::UpdateDeadline::Interrupt;
+        };
+        match self.call_started {
+            // Wasm outside a call: instantiating runs compiled code when a
+            // memory has no copy-on-write image (wasmtime initialises it
+            // that way). Its budget starts at this first look.
+            None => {
+                self.call_started = Some(now);
+                wasmtime::UpdateDeadline::Continue(1)
+            }
+            Some(start) if now.saturating_sub(start) < self.budget => wasmtime::UpdateDeadline::Continue(1),
+            Some(_) => wasmtime::UpdateDeadline::Interrupt,
         }
     }
+}
+
+/// The calling thread's CPU clock, read only when there is a budget to
+/// count against (None otherwise, or when the clock cannot be read).
+fn thread_cpu_time(budget: std::time::Duration) -> Option<std::time::Duration> {
+    if budget.is_zero() {
+        return None;
+    }
+    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
 }
 
 /// Caps an instance's linear memory. Growing past the cap is a trap carrying
@@ -369,10 +387,8 @@ impl Slot {
         // A head larger than the buffer: write nothing, pass its true length
         // (the module answers 431 without reading).
         // The CPU clock is read only when a deadline can ask for it.
-        if self.store.data().cpu.budget > std::time::Duration::ZERO {
-            self.store.data_mut().cpu.call_started =
-                cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration());
-        }
+        let budget = self.store.data().cpu.budget;
+        self.store.data_mut().cpu.call_started = thread_cpu_time(budget);
         let status = self.handle.call(&mut self.store, (len, now)).map_err(|e| classify(&e))?;
         contract::parse(status, self.output()?)
     }
@@ -507,7 +523,7 @@ impl Runtime {
         // Set here for the fresh mode and again before each call in the reuse mode.
         if let Some(ticks) = self.deadline_ticks {
             store.set_epoch_deadline(ticks);
-            store.epoch_deadline_callback(|ctx| Ok(ctx.data().cpu.on_epoch_deadline()));
+            store.epoch_deadline_callback(|mut ctx| Ok(ctx.data_mut().cpu.on_epoch_deadline()));
         }
         let instance = self.pre.instantiate(&mut store).map_err(|e| {
             // Every slot of the pool in use: matched by the error's type.
