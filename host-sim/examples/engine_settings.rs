@@ -17,7 +17,7 @@
 //!
 //! Variants join changes with `+`: base (host-sim's settings), addrmap and
 //! unwind (what host-sim turns off), noaddr, nounwind, nocow, memfd,
-//! nolazytable, optnone, optsize, singlepass, winch, noepoch, nosignals,
+//! nolazytable, optnone, optspeed, optsize, singlepass, winch, noepoch, nosignals,
 //! nospectre, inline, nobulk, stack1m, perfmap; a `@mem` suffix (cold) loads
 //! the .cwasm with `Module::deserialize` from memory instead of the file.
 #![allow(unsafe_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -55,6 +55,9 @@ fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions) {
             }
             "optnone" => {
                 c.cranelift_opt_level(OptLevel::None);
+            }
+            "optspeed" => {
+                c.cranelift_opt_level(OptLevel::Speed);
             }
             "optsize" => {
                 c.cranelift_opt_level(OptLevel::SpeedAndSize);
