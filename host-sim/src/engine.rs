@@ -178,9 +178,15 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Builds the engine for `options` with a pool of `slots` instance slots.
 ///
-/// Every setting is explained where it is made. The same function builds the
-/// engine for `compile` and for running, so artifacts and engines agree.
+/// The same function builds the engine for `compile` and for running, so
+/// artifacts and engines agree.
 pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
+    Engine::new(&config(options, slots)).map_err(|e| LoadError::Engine(one_line(&e)))
+}
+
+/// The engine configuration for `options` with a pool of `slots` instance
+/// slots. Every setting is explained where it is made.
+pub fn config(options: &EngineOptions, slots: u32) -> Config {
     let mut config = Config::new();
 
     // The compiler. Cranelift optimises (the module is small, so a JIT compile
@@ -190,7 +196,13 @@ pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
         Compiler::Winch => Strategy::Winch,
     });
     // Optimise for speed: the gateway's hot loop is SHA-256 and JSON scanning.
-    config.cranelift_opt_level(OptLevel::Speed);
+    // Under Winch, Cranelift compiles only the entry trampolines, which
+    // optimising does not speed up: not optimising them saves 7% of the
+    // compile (examples/engine_settings.rs, README).
+    config.cranelift_opt_level(match options.strategy {
+        Compiler::Cranelift => OptLevel::Speed,
+        Compiler::Winch => OptLevel::None,
+    });
 
     // The CPU deadline: compiled code checks the engine's epoch counter at
     // function entries and loop back-edges (about 0.5 us per call here). A
@@ -209,6 +221,14 @@ pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
     // Traps are answered with 500; nobody reads a wasm backtrace, and
     // capturing one costs time on every trap.
     config.wasm_backtrace_max_frames(None);
+    // Nor does anyone map a native address back to a wasm offset (that is
+    // what backtraces and debuggers use; a trap's kind comes from the trap
+    // table, which stays): without the address map the .cwasm is 12% smaller.
+    config.generate_address_map(false);
+    // Native unwind tables (.eh_frame) serve only outside unwinders such as
+    // a debugger or `perf --call-graph dwarf`; wasmtime unwinds wasm frames
+    // by their frame pointers. Without them the .cwasm is another 3% smaller.
+    config.native_unwind_info(false);
 
     // Linear memories: reserve 4 GiB of address space plus guard pages per
     // memory (the 64-bit default), so that compiled code needs no explicit
@@ -258,8 +278,7 @@ pub fn build(options: &EngineOptions, slots: u32) -> Result<Engine, LoadError> {
     } else {
         InstanceAllocationStrategy::Pooling(pool)
     });
-
-    Engine::new(&config).map_err(|e| LoadError::Engine(one_line(&e)))
+    config
 }
 
 /// Loads the module from `source` into `engine`: compiles a `.wasm` (JIT) or
@@ -286,38 +305,51 @@ pub fn compile(engine: &Engine, bytes: &[u8], path: &Path) -> Result<Module, Loa
 }
 
 /// Maps a precompiled `.cwasm` from `host-sim compile`.
+///
+/// The file goes to wasmtime at once: the checks that tell a `.wasm`, a
+/// damaged file and another engine's artifact apart read the file twice
+/// more (about a quarter of the load time), so they run only to explain a
+/// refusal.
 pub fn deserialize(engine: &Engine, path: &Path) -> Result<Module, LoadError> {
-    let mut magic = [0u8; 4];
-    let read_magic =
-        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
-    if let Err(e) = read_magic {
-        return Err(match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => {
-                LoadError::Damaged { path: path.to_owned(), why: "file too short".into() }
-            }
-            _ => read_error(path, &e),
-        });
-    }
-    if &magic == b"\0asm" {
-        return Err(LoadError::NotPrecompiled { path: path.to_owned() });
-    }
-    match Engine::detect_precompiled_file(path) {
-        Ok(Some(wasmtime::Precompiled::Module)) => {}
-        Ok(_) => return Err(LoadError::NotPrecompiled { path: path.to_owned() }),
-        Err(e) => return Err(LoadError::Damaged { path: path.to_owned(), why: one_line(&e) }),
-    }
     // SAFETY: `deserialize_file` maps the file and runs its machine code, so
     // the file must be one this host produced and must not change while the
     // module lives. It is: the only producer is `host-sim compile`, which
     // uses the same `build` function, and wasmtime checks the artifact's
     // header (wasmtime version, target, compiler flags, tunables such as
     // epoch interruption and memory guards) against this engine before
-    // accepting it, refusing any mismatch; a truncated or damaged file fails
-    // that check or the ELF parse. The file is read-only build output.
+    // accepting it, refusing any mismatch; a file that is not an ELF
+    // artifact (a `.wasm`, say), or is truncated or damaged, fails the ELF
+    // parse or that check before any of it runs. The file is read-only
+    // build output.
     #[allow(unsafe_code)]
     let module = unsafe { Module::deserialize_file(engine, path) };
-    module
-        .map_err(|e| LoadError::Incompatible { path: path.to_owned(), why: strip_path(&one_line(&e), path) })
+    module.map_err(|e| refusal(path, &e))
+}
+
+/// Why wasmtime refused `path`: a file that cannot be read, a `.wasm`, a
+/// truncated or damaged file, or an artifact of another engine.
+fn refusal(path: &Path, error: &wasmtime::Error) -> LoadError {
+    let mut magic = [0u8; 4];
+    let read_magic =
+        std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    if let Err(e) = read_magic {
+        return match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                LoadError::Damaged { path: path.to_owned(), why: "file too short".into() }
+            }
+            _ => read_error(path, &e),
+        };
+    }
+    if &magic == b"\0asm" {
+        return LoadError::NotPrecompiled { path: path.to_owned() };
+    }
+    match Engine::detect_precompiled_file(path) {
+        Ok(Some(wasmtime::Precompiled::Module)) => {
+            LoadError::Incompatible { path: path.to_owned(), why: strip_path(&one_line(error), path) }
+        }
+        Ok(_) => LoadError::NotPrecompiled { path: path.to_owned() },
+        Err(e) => LoadError::Damaged { path: path.to_owned(), why: one_line(&e) },
+    }
 }
 
 fn strip_path(line: &str, path: &Path) -> String {

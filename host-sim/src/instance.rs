@@ -45,19 +45,41 @@ pub struct HostState {
 #[derive(Debug, Clone, Copy, Default)]
 struct CpuDeadline {
     budget: std::time::Duration,
-    call_started: Option<cpu_time::ThreadTime>,
+    /// The calling thread's CPU clock when the call began (None: outside a
+    /// call). A reading, not a `ThreadTime` (which may not leave its
+    /// thread), so that a Store can be made on one thread and used on
+    /// another; each call is on one thread.
+    call_started: Option<std::time::Duration>,
 }
 
 impl CpuDeadline {
     /// What to do when an epoch deadline passes during a call.
-    fn on_epoch_deadline(&self) -> wasmtime::UpdateDeadline {
-        let used = self.call_started.and_then(|start| start.try_elapsed().ok());
-        match used {
-            Some(used) if used < self.budget => wasmtime::UpdateDeadline::Continue(1),
-            // Out of budget, or no CPU clock to tell: stop the guest.
-            _ => wasmtime::UpdateDeadline::Interrupt,
+    fn on_epoch_deadline(&mut self) -> wasmtime::UpdateDeadline {
+        // No CPU clock to tell: stop the guest.
+        let Some(now) = thread_cpu_time(self.budget) else {
+            return wasmtime::UpdateDeadline::Interrupt;
+        };
+        match self.call_started {
+            // Wasm outside a call: instantiating runs compiled code when a
+            // memory has no copy-on-write image (wasmtime initialises it
+            // that way). Its budget starts at this first look.
+            None => {
+                self.call_started = Some(now);
+                wasmtime::UpdateDeadline::Continue(1)
+            }
+            Some(start) if now.saturating_sub(start) < self.budget => wasmtime::UpdateDeadline::Continue(1),
+            Some(_) => wasmtime::UpdateDeadline::Interrupt,
         }
     }
+}
+
+/// The calling thread's CPU clock, read only when there is a budget to
+/// count against (None otherwise, or when the clock cannot be read).
+fn thread_cpu_time(budget: std::time::Duration) -> Option<std::time::Duration> {
+    if budget.is_zero() {
+        return None;
+    }
+    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
 }
 
 /// Caps an instance's linear memory. Growing past the cap is a trap carrying
@@ -137,17 +159,17 @@ impl Exports {
         }
         let func = |name: &'static str, params: &[ValType], results: &[ValType]| {
             let export = module.get_export(name).ok_or(LoadError::MissingExport(name))?;
-            let expected = signature(params, results);
             match export {
+                // Compared type by type: this runs on every cold start, so the
+                // signature is spelled out only for the error.
                 ExternType::Func(ty) => {
-                    let found_params: Vec<ValType> = ty.params().collect();
-                    let found_results: Vec<ValType> = ty.results().collect();
-                    let found = signature(&found_params, &found_results);
-                    if found != expected {
+                    if !same_types(ty.params(), params) || !same_types(ty.results(), results) {
+                        let found_params: Vec<ValType> = ty.params().collect();
+                        let found_results: Vec<ValType> = ty.results().collect();
                         return Err(LoadError::ExportType {
                             name,
                             expected: expected_signature(name),
-                            found: format!("a function {found}"),
+                            found: format!("a function {}", signature(&found_params, &found_results)),
                         });
                     }
                 }
@@ -198,6 +220,11 @@ fn expected_signature(name: &str) -> &'static str {
     }
 }
 
+/// True when `found` is exactly the types `expected`, in order.
+fn same_types(found: impl ExactSizeIterator<Item = ValType>, expected: &[ValType]) -> bool {
+    found.len() == expected.len() && found.zip(expected).all(|(f, e)| ValType::eq(&f, e))
+}
+
 fn signature(params: &[ValType], results: &[ValType]) -> String {
     let list = |types: &[ValType]| types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
     format!("({}) -> {}", list(params), list(results))
@@ -238,6 +265,11 @@ pub struct Runtime {
     deadline_ticks: Option<u64>,
     cpu_budget: std::time::Duration,
     _ticker: Option<Ticker>,
+    /// The instance the contract check made, kept for the first request
+    /// (see [`Runtime::take_spare`]).
+    spare: std::sync::Mutex<Option<Slot>>,
+    /// Set once the spare is taken, so that later requests skip the lock.
+    spare_taken: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -282,6 +314,8 @@ impl Prepared {
             deadline_ticks: options.deadline().map(|_| engine::TICKS_PER_DEADLINE),
             cpu_budget: options.deadline().unwrap_or_default(),
             _ticker: None,
+            spare: std::sync::Mutex::new(None),
+            spare_taken: std::sync::atomic::AtomicBool::new(false),
         };
         let fail = |e: GuestError| LoadError::Instantiate(e.to_string());
         let mut slot = runtime.instantiate().map_err(fail)?;
@@ -304,7 +338,9 @@ impl Prepared {
                 runtime.layout.input_ptr
             )));
         }
-        drop(slot);
+        // The instance has run only the contract's getters, never a request:
+        // it serves the first one, which saves a cold start an instantiation.
+        runtime.spare = std::sync::Mutex::new(Some(slot));
         Ok(runtime)
     }
 }
@@ -351,9 +387,8 @@ impl Slot {
         // A head larger than the buffer: write nothing, pass its true length
         // (the module answers 431 without reading).
         // The CPU clock is read only when a deadline can ask for it.
-        if self.store.data().cpu.budget > std::time::Duration::ZERO {
-            self.store.data_mut().cpu.call_started = cpu_time::ThreadTime::try_now().ok();
-        }
+        let budget = self.store.data().cpu.budget;
+        self.store.data_mut().cpu.call_started = thread_cpu_time(budget);
         let status = self.handle.call(&mut self.store, (len, now)).map_err(|e| classify(&e))?;
         contract::parse(status, self.output()?)
     }
@@ -449,6 +484,31 @@ impl Runtime {
         self.deadline_ticks
     }
 
+    /// The instance the contract check made, once: it has run only the
+    /// contract's getters (`abi_version`, `input_ptr`, `input_capacity`),
+    /// never a request, so it is as fresh as a new one. Its epoch deadline
+    /// is set anew, since the clock has run since it was made.
+    fn take_spare(&self) -> Option<Slot> {
+        use std::sync::atomic::Ordering;
+        if self.spare_taken.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut slot = self.spare.try_lock().ok()?.take()?;
+        self.spare_taken.store(true, Ordering::Relaxed);
+        if let Some(ticks) = self.deadline_ticks {
+            slot.store.set_epoch_deadline(ticks);
+        }
+        Some(slot)
+    }
+
+    /// The spare instance if it is still there, otherwise a new one.
+    fn fresh_slot(&self) -> Result<Slot, GuestError> {
+        match self.take_spare() {
+            Some(slot) => Ok(slot),
+            None => self.instantiate(),
+        }
+    }
+
     /// A new Store with the limits, and an instance in it.
     fn instantiate(&self) -> Result<Slot, GuestError> {
         let state = HostState {
@@ -463,7 +523,7 @@ impl Runtime {
         // Set here for the fresh mode and again before each call in the reuse mode.
         if let Some(ticks) = self.deadline_ticks {
             store.set_epoch_deadline(ticks);
-            store.epoch_deadline_callback(|ctx| Ok(ctx.data().cpu.on_epoch_deadline()));
+            store.epoch_deadline_callback(|mut ctx| Ok(ctx.data_mut().cpu.on_epoch_deadline()));
         }
         let instance = self.pre.instantiate(&mut store).map_err(|e| {
             // Every slot of the pool in use: matched by the error's type.
@@ -500,7 +560,7 @@ impl Runtime {
     /// The module's route table (`routes` export): audience and upstream
     /// URL per route, so the host needs no config file of its own.
     pub fn routes(&self) -> Result<Vec<(String, String)>, GuestError> {
-        let mut slot = self.instantiate()?;
+        let mut slot = self.fresh_slot()?;
         let routes = self.exports.routes.as_ref().ok_or(GuestError::BadOutput("no routes export"))?;
         slot.call0(routes)?;
         contract::parse_routes(slot.output()?)
@@ -509,7 +569,7 @@ impl Runtime {
     /// Decides one request in a fresh instance (new Store, instance from the
     /// pool, dropped afterwards). `now` is Unix seconds.
     pub fn decide_fresh<'a>(&self, input: impl Into<Input<'a>>, now: f64) -> Outcome {
-        let mut slot = self.instantiate()?;
+        let mut slot = self.fresh_slot()?;
         slot.decide(self.layout, &input.into(), now)
     }
 
@@ -524,7 +584,7 @@ impl Runtime {
     ) -> Outcome {
         let slot = match &mut reusable.slot {
             Some(slot) => slot,
-            empty => empty.insert(self.instantiate()?),
+            empty => empty.insert(self.fresh_slot()?),
         };
         if let Some(ticks) = self.deadline_ticks {
             slot.store.set_epoch_deadline(ticks);
@@ -565,7 +625,7 @@ impl Runtime {
     ) -> Result<R, GuestError> {
         let mut live = Vec::with_capacity(count);
         for _ in 0..count {
-            let mut slot = self.instantiate()?;
+            let mut slot = self.fresh_slot()?;
             slot.decide(self.layout, &Input::from(head), now)?;
             live.push(slot);
         }
