@@ -50,7 +50,8 @@ fn stages(c: &mut Criterion) {
     let claims_json = jws::decode(parts.payload, &mut arena).unwrap().to_vec();
     let key = header::select_key(&header_json, COMPILED.keys).unwrap();
     let tag = jws::decode_signature(parts.signature).unwrap();
-    let grant = claims::check(&claims_json, NOW, &COMPILED).unwrap();
+    let mut claims_region = [0u8; 1024];
+    let grant = claims::check(&claims_json, NOW, &COMPILED, &mut Arena::new(&mut claims_region)).unwrap();
 
     let mut group = BenchGroup::new(c, ids::STAGES_NATIVE);
     group.bench(ids::STAGE_PARSE_HEAD, |b| {
@@ -78,7 +79,11 @@ fn stages(c: &mut Criterion) {
         b.iter(|| signature::verify(key.secret, black_box(parts.signing_input), &tag).unwrap())
     });
     group.bench(ids::STAGE_CLAIMS, |b| {
-        b.iter(|| claims::check(black_box(&claims_json), NOW, &COMPILED).unwrap().route.origin)
+        let mut region = [0u8; 1024];
+        b.iter(|| {
+            let mut arena = Arena::new(&mut region);
+            claims::check(black_box(&claims_json), NOW, &COMPILED, &mut arena).unwrap().route.origin
+        })
     });
     group.bench(ids::STAGE_ROUTE, |b| {
         b.iter(|| route::lookup(COMPILED.routes, black_box(grant.route.audience)).unwrap().origin)

@@ -146,9 +146,9 @@ fn cases() -> Vec<Case> {
         ),
         reject("claims not JSON", req(&raw("{".into())), Rejection::MalformedClaims),
         reject(
-            "escaped aud",
-            req(&raw(format!(r#"{{"iss":"{iss}","aud":"\u006frders","exp":{exp}}}"#))),
-            Rejection::EscapedString,
+            "lone surrogate in aud",
+            req(&raw(format!(r#"{{"iss":"{iss}","aud":"\ud800rders","exp":{exp}}}"#))),
+            Rejection::LoneSurrogate,
         ),
         reject("no exp", req(&raw(format!(r#"{{"iss":"{iss}","aud":"orders"}}"#))), Rejection::MissingExpiry),
         reject(

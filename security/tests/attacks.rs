@@ -355,31 +355,85 @@ fn corpus() -> Vec<Case> {
             Reject(MalformedClaims),
         );
     }
-    // Escapes: an audience or subject has one spelling only.
-    for aud in [
-        r#""\u006frders""#,
-        r#""ord\u0065rs""#,
-        r#""orders\u0000""#,
-        r#""\/orders""#,
-        r#"["\u006frders"]"#,
-        r#"["users","ord\u0065rs"]"#,
+    // Escapes (RFC 8259 section 7) are decoded before a claim is compared,
+    // routed or forwarded: an escaped spelling goes exactly where the plain
+    // one goes, and a decoded subject is judged like any other.
+    for (aud, routed) in [
+        (r#""\u006frders""#, "orders"),
+        (r#""ord\u0065rs""#, "orders"),
+        (r#""\u006F\u0072\u0064\u0065\u0072\u0073""#, "orders"),
+        (r#"["\u006frders"]"#, "orders"),
+        (r#"["admin","bill\u0069ng"]"#, "billing"),
+        (r#"["\u0075sers","orders"]"#, "users"),
     ] {
         add(
-            &format!("escaped aud {aud}"),
+            &format!("escaped aud {aud} routes like its plain spelling"),
             bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
-            Reject(EscapedString),
+            Forward(routed, ""),
+        );
+    }
+    for aud in [r#""orders\u0000""#, r#""\/orders""#, r#""orders\/""#, r#""Orders""#, r#""\u004frders""#] {
+        add(
+            &format!("escaped aud {aud} spells another audience"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            Reject(NoRoute),
         );
     }
     add(
-        "escaped sub (CRLF injection)",
-        bearer(&with_claims(&format!(
-            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\r\nX-Admin: 1"}}"#
-        ))),
-        Reject(EscapedString),
+        "aud name spelled with escapes duplicates aud",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"admin","\u0061ud":"orders","exp":{EXP}}}"#))),
+        Reject(MalformedClaims),
     );
     add(
-        "escaped iss",
+        "aud name spelled with escapes is aud",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","\u0061\u0075\u0064":"billing","exp":{EXP}}}"#))),
+        Forward("billing", ""),
+    );
+    for (name, sub) in [
+        ("CRLF injection", r#"a\r\nX-Admin: 1"#),
+        ("CRLF as \\u escapes", r#"a\u000d\u000aX-Admin: 1"#),
+        ("NUL", r#"alice\u0000"#),
+        ("a tab", r#"a\tb"#),
+        ("DEL", r#"a\u007fb"#),
+        ("a leading space", r#"\u0020admin"#),
+        ("a surrogate pair (not ASCII)", r#"\ud83d\ude00"#),
+        ("U+2028", r#"a\u2028b"#),
+    ] {
+        add(
+            &format!("escaped sub with {name}"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"{sub}"}}"#))),
+            Reject(SubjectNotHeaderSafe),
+        );
+    }
+    add(
+        "escaped sub decodes to a header-safe subject",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"\u0061lice\/\u0040example.com"}}"#
+        ))),
+        Forward("orders", "alice/@example.com"),
+    );
+    for (claim, claims) in [
+        ("aud", format!(r#"{{"iss":"{ISS}","aud":"\ud800","exp":{EXP}}}"#)),
+        ("aud list", format!(r#"{{"iss":"{ISS}","aud":["orders","\udfff"],"exp":{EXP}}}"#)),
+        ("sub", format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\udc00"}}"#)),
+        ("iss", format!(r#"{{"iss":"\ud834\u0041","aud":"orders","exp":{EXP}}}"#)),
+    ] {
+        add(
+            &format!("lone surrogate escape in {claim}"),
+            bearer(&with_claims(&claims)),
+            Reject(LoneSurrogate),
+        );
+    }
+    add(
+        "escaped iss (slashes, PHP json_encode)",
         bearer(&with_claims(&format!(r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#))),
+        Forward("orders", ""),
+    );
+    add(
+        "escaped iss spelling another issuer",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"https:\/\/issuer.test\u0000","aud":"orders","exp":{EXP}}}"#
+        ))),
         Reject(WrongIssuer),
     );
     add(
@@ -541,9 +595,30 @@ fn corpus() -> Vec<Case> {
     add("exp u64 max", timed("18446744073709551615", ""), Forward("orders", ""));
     add("exp beyond u64", timed("18446744073709551616", ""), Reject(MalformedClaims));
     add("exp as a string", timed(&format!("\"{EXP}\""), ""), Reject(MalformedClaims));
-    add("exp as a float", timed(&format!("{EXP}.0"), ""), Reject(MalformedClaims));
-    add("exp in exponent form", timed("1.9e9", ""), Reject(MalformedClaims));
+    // NumericDate (RFC 7519 section 2) is any JSON number: read exactly,
+    // `exp` rounded down and `nbf` up, nothing negative or past 2^64 - 1.
+    add("exp with a zero fraction", timed(&format!("{EXP}.0"), ""), Forward("orders", ""));
+    add("exp in exponent form", timed(&format!("{EXP}e0"), ""), Forward("orders", ""));
+    add("exp 1.9e9", timed("1.9e9", ""), Forward("orders", ""));
+    add("exp 1.7e9 (before the test clock)", timed("1.7e9", ""), Reject(Expired));
+    add("exp 2e9 in exponent form", timed("2E+9", ""), Forward("orders", ""));
+    add(
+        "exp half a second into the leeway's last second",
+        timed(&format!("{}.5", NOW - 31), ""),
+        Reject(Expired),
+    );
+    add("exp a fraction within the leeway", timed(&format!("{}.5", NOW - 30), ""), Forward("orders", ""));
+    add("exp -0", timed("-0", ""), Reject(Expired));
+    add("exp -0.0e10", timed("-0.0e10", ""), Reject(Expired));
     add("exp negative", timed("-1", ""), Reject(MalformedClaims));
+    add("exp negative fraction", timed("-0.5", ""), Reject(MalformedClaims));
+    add("exp 1e400", timed("1e400", ""), Reject(MalformedClaims));
+    add("exp 1e20", timed("1e20", ""), Reject(MalformedClaims));
+    add("exp with a huge exponent", timed("1e999999999999999999999999", ""), Reject(MalformedClaims));
+    add("exp with a huge negative exponent", timed("1e-999999999999999999999999", ""), Reject(Expired));
+    add("exp 0e999999999", timed("0e999999999", ""), Reject(Expired));
+    add("exp u64 max in exponent form", timed("1.8446744073709551615e19", ""), Forward("orders", ""));
+    add("exp past u64 in exponent form", timed("1.8446744073709551616e19", ""), Reject(MalformedClaims));
     add("exp with a leading zero", timed(&format!("0{EXP}"), ""), Reject(MalformedClaims));
     add(
         "nbf 31 s ahead (beyond leeway)",
@@ -556,6 +631,20 @@ fn corpus() -> Vec<Case> {
         Forward("orders", ""),
     );
     add("nbf u64 max", timed(&EXP.to_string(), r#","nbf":18446744073709551615"#), Reject(NotYetValid));
+    add(
+        "nbf a fraction past the leeway rounds up",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}.01"#, NOW + 30)),
+        Reject(NotYetValid),
+    );
+    add(
+        "nbf in exponent form",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}0e-1"#, NOW + 30)),
+        Forward("orders", ""),
+    );
+    add("nbf -0", timed(&EXP.to_string(), r#","nbf":-0"#), Forward("orders", ""));
+    add("nbf 1e400", timed(&EXP.to_string(), r#","nbf":1e400"#), Reject(MalformedClaims));
+    add("iat 1e400", timed(&EXP.to_string(), r#","iat":1e400"#), Reject(MalformedClaims));
+    add("iat with a fraction", timed(&EXP.to_string(), r#","iat":1.5"#), Forward("orders", ""));
     add("nbf as a string", timed(&EXP.to_string(), r#","nbf":"0""#), Reject(MalformedClaims));
     add("iat as a string", timed(&EXP.to_string(), r#","iat":"now""#), Reject(MalformedClaims));
 

@@ -80,7 +80,7 @@ pub fn authorize<'c, 'a>(
     let tag = jws::decode_signature(parts.signature)?;
     signature::verify(key.secret, parts.signing_input, &tag)?;
     let claims_json = jws::decode(parts.payload, arena)?;
-    claims::check(claims_json, now, config)
+    claims::check(claims_json, now, config, arena)
 }
 
 /// Converts the host's clock to whole seconds, refusing nonsense.
@@ -376,9 +376,9 @@ mod tests {
                 Rejection::MalformedClaims
             ),
             (
-                "escaped aud",
-                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"\u0062","exp":{exp_ok}}}"#))),
-                Rejection::EscapedString
+                "lone surrogate in aud",
+                request(&claims(&std::format!(r#"{{"iss":"iss","aud":"\ud800","exp":{exp_ok}}}"#))),
+                Rejection::LoneSurrogate
             ),
             ("no exp", request(&claims(r#"{"iss":"iss","aud":"b"}"#)), Rejection::MissingExpiry),
             (

@@ -152,9 +152,9 @@ rejections! {
     /// not an object of the expected shape (wrong types, duplicate keys, too
     /// many audiences).
     MalformedClaims => (401, TOKEN, "malformed claims"),
-    /// A string the gateway compares or forwards uses a JSON escape, which
-    /// could spell one value two ways.
-    EscapedString => (401, TOKEN, "escaped strings not accepted in aud or sub"),
+    /// `iss`, `sub` or `aud` holds a `\uXXXX` escape naming half a surrogate
+    /// pair: no Unicode text can hold it, so it cannot be compared or forwarded.
+    LoneSurrogate => (401, TOKEN, "lone surrogate escape in a claim"),
     /// No `exp` claim.
     MissingExpiry => (401, TOKEN, "exp claim required"),
     /// `exp` plus leeway is in the past.
@@ -219,7 +219,7 @@ mod tests {
         (Rejection::MissingSignature, 401, "invalid_token", "signature missing"),
         (Rejection::BadSignature, 401, "invalid_token", "signature mismatch"),
         (Rejection::MalformedClaims, 401, "invalid_token", "malformed claims"),
-        (Rejection::EscapedString, 401, "invalid_token", "escaped strings not accepted in aud or sub"),
+        (Rejection::LoneSurrogate, 401, "invalid_token", "lone surrogate escape in a claim"),
         (Rejection::MissingExpiry, 401, "invalid_token", "exp claim required"),
         (Rejection::Expired, 401, "invalid_token", "token expired"),
         (Rejection::NotYetValid, 401, "invalid_token", "token not yet valid"),
