@@ -109,7 +109,11 @@ fn cases() -> Vec<Case> {
             req(&good).replace("Bearer ", "Bearer\t"),
             Rejection::MalformedAuthorization,
         ),
-        reject("token over 256 bytes", req(&"a".repeat(257)), Rejection::TokenTooLong),
+        reject(
+            "token over max_token_bytes",
+            req(&"a".repeat(testkit::fixture::config().max_token_bytes + 1)),
+            Rejection::TokenTooLong,
+        ),
         reject("one dot", req(&format!("{h}.{p}")), Rejection::MalformedToken),
         reject("padding", req(&format!("{h}.{p}.{s}=")), Rejection::BadEncoding),
         reject("header not JSON", req(&format!("{}.{p}.{s}", b64url(b"nope"))), Rejection::MalformedHeader),

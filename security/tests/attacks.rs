@@ -67,6 +67,11 @@ fn good_token() -> String {
     mint_fixture(HEADER, &good_claims())
 }
 
+/// The fixture's `max_token_bytes`.
+fn max_token_bytes() -> usize {
+    gateway_security::config().max_token_bytes
+}
+
 /// The three parts of the good token.
 fn parts() -> (String, String, String) {
     let token = good_token();
@@ -244,7 +249,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "kid that makes the token too long",
-        bearer(&with_header(&format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(400)))),
+        bearer(&with_header(&format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(max_token_bytes())))),
         Reject(TokenTooLong),
     );
     add("kid as a number", bearer(&with_header(r#"{"alg":"HS256","kid":7}"#)), Reject(MalformedHeader));
@@ -805,7 +810,12 @@ fn corpus() -> Vec<Case> {
     );
 
     // Size limits: the token buffer, the header count, the input buffer.
-    add("a 257-byte token", bearer(&"a".repeat(257)), Reject(TokenTooLong));
+    add("a token filling max_token_bytes", bearer(&"a".repeat(max_token_bytes())), Reject(MalformedToken));
+    add(
+        "a token one byte over max_token_bytes",
+        bearer(&"a".repeat(max_token_bytes() + 1)),
+        Reject(TokenTooLong),
+    );
     add("a 10 000-byte token", bearer(&"a".repeat(10_000)), Reject(TokenTooLong));
     add(
         "a 10 000-byte other header",

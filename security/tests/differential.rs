@@ -26,7 +26,7 @@
 //! | reason | gateway | jsonwebtoken |
 //! |---|---|---|
 //! | spaces around the token | stripped by HTTP (optional whitespace) before the gateway sees it | part of the token |
-//! | token over 256 bytes | refused (fixed token buffer) | no limit |
+//! | token over `max_token_bytes` (2048 in the fixture) | refused (fixed buffer) | no limit |
 //! | invalid UTF-8 in the JSON | refused in any string | accepted in members it does not read (`sub` when not configured, unknown claims) |
 //! | JSON nested deeper than 16 | refused (bounds the parser's recursion) | up to 128 levels |
 //! | escape in `alg`, `typ` or `kid` | compared raw, so `"HS\u0032..."` is not HS256 | unescaped first |
@@ -459,8 +459,8 @@ fn classify(token: &str, now: u64) -> Option<&'static str> {
     if sign(fixture_secret(), format!("{h}.{p}").as_bytes()) != s {
         return None;
     }
-    if token.len() > 256 {
-        return Some("token over 256 bytes");
+    if token.len() > config().max_token_bytes {
+        return Some("token over max_token_bytes");
     }
     let (Ok(header_text), Ok(claims_text)) = (std::str::from_utf8(&header), std::str::from_utf8(&claims))
     else {

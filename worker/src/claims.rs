@@ -304,6 +304,7 @@ mod tests {
         issuer: Some("https://issuer.example"),
         leeway_secs: 30,
         trusted_proxy_hops: 0,
+        max_token_bytes: 256,
         keys: &[Key { kid: "k", secret: b"0123456789abcdef0123456789abcdef" }],
         routes: &[
             Route { audience: "billing", origin: "http://b", base_path: "" },

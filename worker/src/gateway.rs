@@ -6,7 +6,7 @@ use crate::arena::Arena;
 use crate::claims::{self, Grant};
 use crate::config::Config;
 use crate::reject::Rejection;
-use crate::request::{self, Head, MAX_HEADERS, TokenBuf};
+use crate::request::{self, Head, MAX_HEADERS};
 use crate::response::{self, OUTPUT_CAPACITY, Output};
 use crate::{context, forward, header, jws, signature, target};
 
@@ -72,9 +72,8 @@ pub fn authorize<'c, 'a>(
     config: &Config<'c>,
     arena: &mut Arena<'a>,
 ) -> Result<Grant<'c, 'a>, Rejection> {
-    let mut token = TokenBuf::new();
-    request::bearer(head, &mut token)?;
-    let parts = jws::split(token.as_bytes())?;
+    let token = request::bearer(head, config.max_token_bytes)?;
+    let parts = jws::split(token)?;
     let header_json = jws::decode(parts.header, arena)?;
     let key = header::select_key(header_json, config.keys)?;
     let tag = jws::decode_signature(parts.signature)?;
@@ -126,6 +125,7 @@ mod tests {
         issuer: Some("iss"),
         leeway_secs: 0,
         trusted_proxy_hops: 0,
+        max_token_bytes: 256,
         keys: &[
             Key { kid: "k1", secret: SECRET },
             Key { kid: "k2", secret: b"another-key-0123456789abcdef01234" },
@@ -306,7 +306,11 @@ mod tests {
                 request(&good).replace("Bearer ", "Bearer\t"),
                 Rejection::MalformedAuthorization
             ),
-            ("token over 256 bytes", request(&"a".repeat(257)), Rejection::TokenTooLong),
+            (
+                "token over the buffer",
+                request(&"a".repeat(request::TOKEN_CAPACITY + 1)),
+                Rejection::TokenTooLong
+            ),
             ("one dot", request(&std::format!("{h}.{p}")), Rejection::MalformedToken),
             ("three dots", request(&std::format!("{h}.{p}.{s}.{s}")), Rejection::MalformedToken),
             ("padding", request(&std::format!("{h}.{p}.{s}=")), Rejection::BadEncoding),
