@@ -584,6 +584,37 @@ fn corpus() -> Vec<Case> {
         Reject(WrongIssuer),
     );
 
+    // Tokens shaped like identity providers' (800 to 1,400 bytes; the
+    // fixture's max_token_bytes is 2048): scope, azp, nested claims, long
+    // subjects, and their encoders' spellings.
+    let keycloak = format!(
+        r#"{{"exp":{EXP},"iat":{NOW},"jti":"5b0f7c9e-3a61-4d2b-9a8e-1f2c3d4e5f60","iss":"{ISS}","aud":["account","orders"],"sub":"f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c","typ":"Bearer","azp":"orders-web","session_state":"8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","acr":"1","allowed-origins":["https://orders.example.com"],"realm_access":{{"roles":["offline_access","uma_authorization","default-roles-example"]}},"resource_access":{{"orders-web":{{"roles":["viewer","editor"]}},"account":{{"roles":["manage-account","view-profile"]}}}},"scope":"openid profile email orders:read orders:write","email_verified":true,"name":"Alice Example","preferred_username":"alice","email":"alice@example.com"}}"#
+    );
+    let auth0 = format!(
+        r#"{{"iss":"{ISS}","sub":"auth0|64f1c2d3e4b5a69788796a5b","aud":["https://tenant.eu.auth0.com/userinfo","billing"],"iat":{NOW},"exp":{EXP}.25,"azp":"Zx8Kq3Lm9Np2Rs7Tv4Wy6Ab1Cd5Ef0Gh","scope":"openid profile email read:invoices write:invoices offline_access","permissions":["read:invoices","write:invoices","read:customers","read:reports","write:reports"],"https://example.com/claims":{{"roles":["finance","auditor"],"org":{{"id":"org_7Hk2Lm9Np3Qr","name":"Example Ltd","tier":"enterprise"}}}},"org_id":"org_7Hk2Lm9Np3Qr"}}"#
+    )
+    .replace('/', "\\/");
+    let entra = format!(
+        r#"{{"aud":"users","iss":"{ISS}","iat":{NOW},"nbf":{NOW}.9,"exp":{EXP}e0,"aio":"AWQAm/8YAAAA3xk9Lm2Np8Qr4St6Uv1Wx3Yz5Ab7Cd9Ef0Gh2Ij4Kl6Mn8Op0Qr2St4Uv6Wx8Yz0Ab==","azp":"6e74172b-be56-4843-9ff4-e66a39bb12e3","name":"Carol Example","oid":"00000000-0000-0000-66f3-3332eca7ea81","preferred_username":"carol@example.com","rh":"0.AQEAv4j5cvGGr0GRqy180BHbR-ZNsJ9jFjVBlYpTjqk8qYcBAAA.","roles":["Users.Read.All","Users.Write"],"scp":"access_as_user User.Read","sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ","tid":"9188040d-6c67-4c5b-b112-36a304b66dad","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0"}}"#
+    );
+    for (name, claims, expect) in [
+        ("Keycloak", &keycloak, Forward("orders", "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c")),
+        (
+            "Auth0 (escaped slashes, fractional exp)",
+            &auth0,
+            Forward("billing", "auth0|64f1c2d3e4b5a69788796a5b"),
+        ),
+        (
+            "Entra ID (nbf rounded up, exp in exponent form)",
+            &entra,
+            Forward("users", "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ"),
+        ),
+    ] {
+        let token = with_claims(claims);
+        assert!((800..=1400).contains(&token.len()), "{name}: {} bytes", token.len());
+        add(&format!("{name}-shaped token of {} bytes", token.len()), bearer(&token), expect);
+    }
+
     // Time (RFC 7519 4.1.4-5), with the configured 30 s leeway.
     let timed = |exp: &str, nbf: &str| {
         bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp}{nbf}}}"#)))
