@@ -9,7 +9,9 @@
 //! lengths, codings other than `chunked`). The bearer token is found in
 //! exactly one `Authorization` header, scheme `Bearer` (case-insensitive,
 //! RFC 7235 section 2.1) followed by one or more spaces (RFC 6750 section
-//! 2.1), and copied into a fixed buffer of [`TOKEN_CAPACITY`] bytes.
+//! 2.1), at most `max_token_bytes` long (256 by default). The token is not
+//! copied: it stays in the fixed input buffer, a slice of the head like
+//! every other field.
 
 use crate::reject::Rejection;
 
