@@ -27,7 +27,7 @@ echo "==> seeding fuzz/corpus from the attack corpus"
 FUZZ_SEED_DIR="$PWD/fuzz/corpus" cargo test --release --quiet -p gateway-security --test attacks \
   -- --ignored write_fuzz_seeds >/dev/null
 
-declare -A max_len=([handler]=20000 [token]=400 [signed_token]=400 [config]=4096 [forward]=4096)
+declare -A max_len=([handler]=20000 [token]=2200 [signed_token]=1600 [config]=4096 [forward]=4096)
 summary=()
 for target in $targets; do
   echo "==> fuzz $target for ${seconds}s"

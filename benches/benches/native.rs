@@ -12,7 +12,6 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use worker::arena::Arena;
 use worker::config::COMPILED;
-use worker::request::TokenBuf;
 use worker::{claims, header, jws, request, response, route, signature};
 
 fn per_request(c: &mut Criterion) {
@@ -40,9 +39,7 @@ fn per_request(c: &mut Criterion) {
 fn stages(c: &mut Criterion) {
     let valid = corpus::cases().remove(0);
     let head = valid.head.as_bytes();
-    let mut token = TokenBuf::new();
-    request::extract_bearer(head, &mut token).unwrap();
-    let token_bytes = token.as_bytes().to_vec();
+    let token_bytes = request::extract_bearer(head, COMPILED.max_token_bytes).unwrap().to_vec();
     let parts = jws::split(&token_bytes).unwrap();
     let mut region = [0u8; 1024];
     let mut arena = Arena::new(&mut region);
@@ -50,15 +47,12 @@ fn stages(c: &mut Criterion) {
     let claims_json = jws::decode(parts.payload, &mut arena).unwrap().to_vec();
     let key = header::select_key(&header_json, COMPILED.keys).unwrap().as_hs256().unwrap();
     let tag = jws::decode_signature(parts.signature).unwrap();
-    let grant = claims::check(&claims_json, NOW, &COMPILED).unwrap();
+    let mut claims_region = [0u8; 1024];
+    let grant = claims::check(&claims_json, NOW, &COMPILED, &mut Arena::new(&mut claims_region)).unwrap();
 
     let mut group = BenchGroup::new(c, ids::STAGES_NATIVE);
     group.bench(ids::STAGE_PARSE_HEAD, |b| {
-        b.iter(|| {
-            let mut token = TokenBuf::new();
-            request::extract_bearer(black_box(head), &mut token).unwrap();
-            token.as_bytes().len()
-        })
+        b.iter(|| request::extract_bearer(black_box(head), COMPILED.max_token_bytes).unwrap().len())
     });
     group.bench(ids::STAGE_SPLIT, |b| b.iter(|| jws::split(black_box(&token_bytes)).unwrap()));
     group.bench(ids::STAGE_BASE64URL, |b| {
@@ -78,7 +72,11 @@ fn stages(c: &mut Criterion) {
         b.iter(|| signature::verify(&key.hmac, black_box(parts.signing_input), &tag).unwrap())
     });
     group.bench(ids::STAGE_CLAIMS, |b| {
-        b.iter(|| claims::check(black_box(&claims_json), NOW, &COMPILED).unwrap().route.origin)
+        let mut region = [0u8; 1024];
+        b.iter(|| {
+            let mut arena = Arena::new(&mut region);
+            claims::check(black_box(&claims_json), NOW, &COMPILED, &mut arena).unwrap().route.origin
+        })
     });
     group.bench(ids::STAGE_ROUTE, |b| {
         b.iter(|| route::lookup(COMPILED.routes, black_box(grant.route.audience)).unwrap().origin)

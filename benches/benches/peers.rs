@@ -52,7 +52,7 @@ fn worker_token(token: &[u8], now: u64) -> Option<&'static str> {
     let key = header::select_key(header_json, COMPILED.keys).ok()?;
     signature::verify_jws(key, parts.signing_input, parts.signature).ok()?;
     let claims_json = jws::decode(parts.payload, &mut arena).ok()?;
-    claims::check(claims_json, now, &COMPILED).ok().map(|g| g.route.origin)
+    claims::check(claims_json, now, &COMPILED, &mut arena).ok().map(|g| g.route.origin)
 }
 
 fn jsonwebtoken_per_token(c: &mut Criterion) {

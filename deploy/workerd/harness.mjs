@@ -22,15 +22,21 @@ export const HOST_SIM = join(ROOT, "target", "release", "host-sim");
 export const FIXTURE_JSON = join(ROOT, "target", "fixture", "fixture.json");
 
 /**
- * The fixture's key, issuer and routes: { kid, key (Buffer), issuer, routes:
- * [{ aud, upstream, origin, base_path }] }. Written by `make fixture` from
+ * The fixture's key, issuer, token limit and routes: { kid, key (Buffer),
+ * issuer, maxTokenBytes, routes: [{ aud, upstream, origin, base_path }] }. Written by `make fixture` from
  * testkit/fixture.toml, so no TOML is parsed here.
  */
 export function readFixture(path = FIXTURE_JSON) {
   if (!existsSync(path)) throw new Error(`${path} is missing: run 'make fixture'`);
   const fixture = JSON.parse(readFileSync(path, "utf8"));
   const [key] = fixture.keys;
-  return { kid: key.kid, key: Buffer.from(key.secret_hex, "hex"), issuer: fixture.issuer, routes: fixture.routes };
+  return {
+    kid: key.kid,
+    key: Buffer.from(key.secret_hex, "hex"),
+    issuer: fixture.issuer,
+    maxTokenBytes: fixture.max_token_bytes,
+    routes: fixture.routes,
+  };
 }
 
 const b64url = (buf) => Buffer.from(buf).toString("base64url");

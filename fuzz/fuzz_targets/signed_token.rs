@@ -7,6 +7,13 @@
 use gateway_security::{Gateway, NOW, Native, Verdict, bearer_request, config, fixture_secret, mint};
 use libfuzzer_sys::fuzz_target;
 
+/// The members a forward depends on; the others are skipped unread.
+#[derive(serde::Deserialize)]
+struct Routing {
+    aud: Option<serde_json::Value>,
+    sub: Option<String>,
+}
+
 fuzz_target!(|data: &[u8]| {
     let split = data.iter().position(|&b| b == 0xff).unwrap_or(data.len());
     let header = &data[..split];
@@ -17,17 +24,27 @@ fuzz_target!(|data: &[u8]| {
         panic!("invariant broken: {why}");
     }
     if let Ok(Verdict::Forward { upstream, subject }) = decision.verdict() {
-        assert!(token.len() <= 256);
-        // The subject travels in a header: printable ASCII, and never an escape.
-        assert!(subject.bytes().all(|b| (0x20..=0x7e).contains(&b)) && !subject.contains('\\'));
-        // The upstream is a route whose audience is spelled, unescaped, in the claims.
+        assert!(token.len() <= config().max_token_bytes);
+        // The subject travels in a header: printable ASCII.
+        assert!(subject.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+        // The upstream is a route whose audience the claims name, once their
+        // escapes are decoded (by serde_json, not by the gateway's reader),
+        // and the subject is the claims' `sub` decoded.
         let route = config()
             .routes
             .iter()
             .find(|r| upstream.starts_with(&format!("{}{}/", r.origin, r.base_path)))
             .expect("a configured upstream");
-        let quoted = format!("\"{}\"", route.audience);
-        assert!(claims.windows(quoted.len()).any(|w| w == quoted.as_bytes()));
+        let read: Routing = serde_json::from_slice(claims).expect("accepted claims are JSON");
+        let audiences = match read.aud {
+            Some(serde_json::Value::String(aud)) => vec![aud],
+            Some(serde_json::Value::Array(items)) => {
+                items.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+            }
+            _ => Vec::new(),
+        };
+        assert!(audiences.iter().any(|aud| aud == route.audience), "{audiences:?}");
+        assert_eq!(read.sub.unwrap_or_default(), subject);
         // HS256 is spelled exactly in the header.
         assert!(header.windows(7).any(|w| w == b"\"HS256\""));
     }

@@ -67,6 +67,11 @@ fn good_token() -> String {
     mint_fixture(HEADER, &good_claims())
 }
 
+/// The fixture's `max_token_bytes`.
+fn max_token_bytes() -> usize {
+    gateway_security::config().max_token_bytes
+}
+
 /// The three parts of the good token.
 fn parts() -> (String, String, String) {
     let token = good_token();
@@ -244,7 +249,7 @@ fn corpus() -> Vec<Case> {
     );
     add(
         "kid that makes the token too long",
-        bearer(&with_header(&format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(400)))),
+        bearer(&with_header(&format!(r#"{{"alg":"HS256","kid":"{}"}}"#, "k".repeat(max_token_bytes())))),
         Reject(TokenTooLong),
     );
     add("kid as a number", bearer(&with_header(r#"{"alg":"HS256","kid":7}"#)), Reject(MalformedHeader));
@@ -355,31 +360,85 @@ fn corpus() -> Vec<Case> {
             Reject(MalformedClaims),
         );
     }
-    // Escapes: an audience or subject has one spelling only.
-    for aud in [
-        r#""\u006frders""#,
-        r#""ord\u0065rs""#,
-        r#""orders\u0000""#,
-        r#""\/orders""#,
-        r#"["\u006frders"]"#,
-        r#"["users","ord\u0065rs"]"#,
+    // Escapes (RFC 8259 section 7) are decoded before a claim is compared,
+    // routed or forwarded: an escaped spelling goes exactly where the plain
+    // one goes, and a decoded subject is judged like any other.
+    for (aud, routed) in [
+        (r#""\u006frders""#, "orders"),
+        (r#""ord\u0065rs""#, "orders"),
+        (r#""\u006F\u0072\u0064\u0065\u0072\u0073""#, "orders"),
+        (r#"["\u006frders"]"#, "orders"),
+        (r#"["admin","bill\u0069ng"]"#, "billing"),
+        (r#"["\u0075sers","orders"]"#, "users"),
     ] {
         add(
-            &format!("escaped aud {aud}"),
+            &format!("escaped aud {aud} routes like its plain spelling"),
             bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
-            Reject(EscapedString),
+            Forward(routed, ""),
+        );
+    }
+    for aud in [r#""orders\u0000""#, r#""\/orders""#, r#""orders\/""#, r#""Orders""#, r#""\u004frders""#] {
+        add(
+            &format!("escaped aud {aud} spells another audience"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            Reject(NoRoute),
         );
     }
     add(
-        "escaped sub (CRLF injection)",
-        bearer(&with_claims(&format!(
-            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\r\nX-Admin: 1"}}"#
-        ))),
-        Reject(EscapedString),
+        "aud name spelled with escapes duplicates aud",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"admin","\u0061ud":"orders","exp":{EXP}}}"#))),
+        Reject(MalformedClaims),
     );
     add(
-        "escaped iss",
+        "aud name spelled with escapes is aud",
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","\u0061\u0075\u0064":"billing","exp":{EXP}}}"#))),
+        Forward("billing", ""),
+    );
+    for (name, sub) in [
+        ("CRLF injection", r#"a\r\nX-Admin: 1"#),
+        ("CRLF as \\u escapes", r#"a\u000d\u000aX-Admin: 1"#),
+        ("NUL", r#"alice\u0000"#),
+        ("a tab", r#"a\tb"#),
+        ("DEL", r#"a\u007fb"#),
+        ("a leading space", r#"\u0020admin"#),
+        ("a surrogate pair (not ASCII)", r#"\ud83d\ude00"#),
+        ("U+2028", r#"a\u2028b"#),
+    ] {
+        add(
+            &format!("escaped sub with {name}"),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"{sub}"}}"#))),
+            Reject(SubjectNotHeaderSafe),
+        );
+    }
+    add(
+        "escaped sub decodes to a header-safe subject",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"\u0061lice\/\u0040example.com"}}"#
+        ))),
+        Forward("orders", "alice/@example.com"),
+    );
+    for (claim, claims) in [
+        ("aud", format!(r#"{{"iss":"{ISS}","aud":"\ud800","exp":{EXP}}}"#)),
+        ("aud list", format!(r#"{{"iss":"{ISS}","aud":["orders","\udfff"],"exp":{EXP}}}"#)),
+        ("sub", format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\udc00"}}"#)),
+        ("iss", format!(r#"{{"iss":"\ud834\u0041","aud":"orders","exp":{EXP}}}"#)),
+    ] {
+        add(
+            &format!("lone surrogate escape in {claim}"),
+            bearer(&with_claims(&claims)),
+            Reject(LoneSurrogate),
+        );
+    }
+    add(
+        "escaped iss (slashes, PHP json_encode)",
         bearer(&with_claims(&format!(r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#))),
+        Forward("orders", ""),
+    );
+    add(
+        "escaped iss spelling another issuer",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"https:\/\/issuer.test\u0000","aud":"orders","exp":{EXP}}}"#
+        ))),
         Reject(WrongIssuer),
     );
     add(
@@ -525,6 +584,37 @@ fn corpus() -> Vec<Case> {
         Reject(WrongIssuer),
     );
 
+    // Tokens shaped like identity providers' (800 to 1,400 bytes; the
+    // fixture's max_token_bytes is 2048): scope, azp, nested claims, long
+    // subjects, and their encoders' spellings.
+    let keycloak = format!(
+        r#"{{"exp":{EXP},"iat":{NOW},"jti":"5b0f7c9e-3a61-4d2b-9a8e-1f2c3d4e5f60","iss":"{ISS}","aud":["account","orders"],"sub":"f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c","typ":"Bearer","azp":"orders-web","session_state":"8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","acr":"1","allowed-origins":["https://orders.example.com"],"realm_access":{{"roles":["offline_access","uma_authorization","default-roles-example"]}},"resource_access":{{"orders-web":{{"roles":["viewer","editor"]}},"account":{{"roles":["manage-account","view-profile"]}}}},"scope":"openid profile email orders:read orders:write","email_verified":true,"name":"Alice Example","preferred_username":"alice","email":"alice@example.com"}}"#
+    );
+    let auth0 = format!(
+        r#"{{"iss":"{ISS}","sub":"auth0|64f1c2d3e4b5a69788796a5b","aud":["https://tenant.eu.auth0.com/userinfo","billing"],"iat":{NOW},"exp":{EXP}.25,"azp":"Zx8Kq3Lm9Np2Rs7Tv4Wy6Ab1Cd5Ef0Gh","scope":"openid profile email read:invoices write:invoices offline_access","permissions":["read:invoices","write:invoices","read:customers","read:reports","write:reports"],"https://example.com/claims":{{"roles":["finance","auditor"],"org":{{"id":"org_7Hk2Lm9Np3Qr","name":"Example Ltd","tier":"enterprise"}}}},"org_id":"org_7Hk2Lm9Np3Qr"}}"#
+    )
+    .replace('/', "\\/");
+    let entra = format!(
+        r#"{{"aud":"users","iss":"{ISS}","iat":{NOW},"nbf":{NOW}.9,"exp":{EXP}e0,"aio":"AWQAm/8YAAAA3xk9Lm2Np8Qr4St6Uv1Wx3Yz5Ab7Cd9Ef0Gh2Ij4Kl6Mn8Op0Qr2St4Uv6Wx8Yz0Ab==","azp":"6e74172b-be56-4843-9ff4-e66a39bb12e3","name":"Carol Example","oid":"00000000-0000-0000-66f3-3332eca7ea81","preferred_username":"carol@example.com","rh":"0.AQEAv4j5cvGGr0GRqy180BHbR-ZNsJ9jFjVBlYpTjqk8qYcBAAA.","roles":["Users.Read.All","Users.Write"],"scp":"access_as_user User.Read","sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ","tid":"9188040d-6c67-4c5b-b112-36a304b66dad","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0"}}"#
+    );
+    for (name, claims, expect) in [
+        ("Keycloak", &keycloak, Forward("orders", "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c")),
+        (
+            "Auth0 (escaped slashes, fractional exp)",
+            &auth0,
+            Forward("billing", "auth0|64f1c2d3e4b5a69788796a5b"),
+        ),
+        (
+            "Entra ID (nbf rounded up, exp in exponent form)",
+            &entra,
+            Forward("users", "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ"),
+        ),
+    ] {
+        let token = with_claims(claims);
+        assert!((800..=1400).contains(&token.len()), "{name}: {} bytes", token.len());
+        add(&format!("{name}-shaped token of {} bytes", token.len()), bearer(&token), expect);
+    }
+
     // Time (RFC 7519 4.1.4-5), with the configured 30 s leeway.
     let timed = |exp: &str, nbf: &str| {
         bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp}{nbf}}}"#)))
@@ -541,9 +631,30 @@ fn corpus() -> Vec<Case> {
     add("exp u64 max", timed("18446744073709551615", ""), Forward("orders", ""));
     add("exp beyond u64", timed("18446744073709551616", ""), Reject(MalformedClaims));
     add("exp as a string", timed(&format!("\"{EXP}\""), ""), Reject(MalformedClaims));
-    add("exp as a float", timed(&format!("{EXP}.0"), ""), Reject(MalformedClaims));
-    add("exp in exponent form", timed("1.9e9", ""), Reject(MalformedClaims));
+    // NumericDate (RFC 7519 section 2) is any JSON number: read exactly,
+    // `exp` rounded down and `nbf` up, nothing negative or past 2^64 - 1.
+    add("exp with a zero fraction", timed(&format!("{EXP}.0"), ""), Forward("orders", ""));
+    add("exp in exponent form", timed(&format!("{EXP}e0"), ""), Forward("orders", ""));
+    add("exp 1.9e9", timed("1.9e9", ""), Forward("orders", ""));
+    add("exp 1.7e9 (before the test clock)", timed("1.7e9", ""), Reject(Expired));
+    add("exp 2e9 in exponent form", timed("2E+9", ""), Forward("orders", ""));
+    add(
+        "exp half a second into the leeway's last second",
+        timed(&format!("{}.5", NOW - 31), ""),
+        Reject(Expired),
+    );
+    add("exp a fraction within the leeway", timed(&format!("{}.5", NOW - 30), ""), Forward("orders", ""));
+    add("exp -0", timed("-0", ""), Reject(Expired));
+    add("exp -0.0e10", timed("-0.0e10", ""), Reject(Expired));
     add("exp negative", timed("-1", ""), Reject(MalformedClaims));
+    add("exp negative fraction", timed("-0.5", ""), Reject(MalformedClaims));
+    add("exp 1e400", timed("1e400", ""), Reject(MalformedClaims));
+    add("exp 1e20", timed("1e20", ""), Reject(MalformedClaims));
+    add("exp with a huge exponent", timed("1e999999999999999999999999", ""), Reject(MalformedClaims));
+    add("exp with a huge negative exponent", timed("1e-999999999999999999999999", ""), Reject(Expired));
+    add("exp 0e999999999", timed("0e999999999", ""), Reject(Expired));
+    add("exp u64 max in exponent form", timed("1.8446744073709551615e19", ""), Forward("orders", ""));
+    add("exp past u64 in exponent form", timed("1.8446744073709551616e19", ""), Reject(MalformedClaims));
     add("exp with a leading zero", timed(&format!("0{EXP}"), ""), Reject(MalformedClaims));
     add(
         "nbf 31 s ahead (beyond leeway)",
@@ -556,6 +667,20 @@ fn corpus() -> Vec<Case> {
         Forward("orders", ""),
     );
     add("nbf u64 max", timed(&EXP.to_string(), r#","nbf":18446744073709551615"#), Reject(NotYetValid));
+    add(
+        "nbf a fraction past the leeway rounds up",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}.01"#, NOW + 30)),
+        Reject(NotYetValid),
+    );
+    add(
+        "nbf in exponent form",
+        timed(&EXP.to_string(), &format!(r#","nbf":{}0e-1"#, NOW + 30)),
+        Forward("orders", ""),
+    );
+    add("nbf -0", timed(&EXP.to_string(), r#","nbf":-0"#), Forward("orders", ""));
+    add("nbf 1e400", timed(&EXP.to_string(), r#","nbf":1e400"#), Reject(MalformedClaims));
+    add("iat 1e400", timed(&EXP.to_string(), r#","iat":1e400"#), Reject(MalformedClaims));
+    add("iat with a fraction", timed(&EXP.to_string(), r#","iat":1.5"#), Forward("orders", ""));
     add("nbf as a string", timed(&EXP.to_string(), r#","nbf":"0""#), Reject(MalformedClaims));
     add("iat as a string", timed(&EXP.to_string(), r#","iat":"now""#), Reject(MalformedClaims));
 
@@ -716,7 +841,12 @@ fn corpus() -> Vec<Case> {
     );
 
     // Size limits: the token buffer, the header count, the input buffer.
-    add("a 257-byte token", bearer(&"a".repeat(257)), Reject(TokenTooLong));
+    add("a token filling max_token_bytes", bearer(&"a".repeat(max_token_bytes())), Reject(MalformedToken));
+    add(
+        "a token one byte over max_token_bytes",
+        bearer(&"a".repeat(max_token_bytes() + 1)),
+        Reject(TokenTooLong),
+    );
     add("a 10 000-byte token", bearer(&"a".repeat(10_000)), Reject(TokenTooLong));
     add(
         "a 10 000-byte other header",

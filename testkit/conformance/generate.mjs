@@ -45,8 +45,10 @@ const USERS = "http://127.0.0.1:9202";
 const PEER = "127.0.0.1";
 
 const b64 = (text) => Buffer.from(text).toString("base64url");
+/** A token over `claims` (with the fixture's iss and an exp in 2100), or over raw claims JSON text. */
 function token(claims, header = { alg: "HS256", typ: "JWT", kid: KID }) {
-  const input = `${b64(JSON.stringify(header))}.${b64(JSON.stringify({ iss: ISSUER, exp: EXP, ...claims }))}`;
+  const json = typeof claims === "string" ? claims : JSON.stringify({ iss: ISSUER, exp: EXP, ...claims });
+  const input = `${b64(JSON.stringify(header))}.${b64(json)}`;
   return `${input}.${createHmac("sha256", KEY).update(input).digest("base64url")}`;
 }
 const ALICE = token({ aud: "orders", sub: "alice" });
@@ -76,6 +78,37 @@ function forward(method, path, { origin = ORIGIN, extra = [], body = "", ...opts
 }
 const refused = (status, reason, extra = {}) => ({ status, reason, ...extra });
 
+// Tokens shaped like identity providers' access tokens (800 to 1,400 bytes):
+// `scope`/`scp`, `azp`, nested objects and arrays, long subjects, and the
+// spellings their encoders use (escaped slashes, \u escapes, a fractional
+// NumericDate). The fixture accepts tokens up to its max_token_bytes (2048).
+const PROVIDER = {
+  keycloak: token({
+    iat: 4102441200, jti: "5b0f7c9e-3a61-4d2b-9a8e-1f2c3d4e5f60", aud: ["orders", "account"],
+    sub: "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c", typ: "Bearer", azp: "orders-web",
+    session_state: "8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", acr: "1",
+    "allowed-origins": ["https://orders.example.com", "https://admin.example.com"],
+    realm_access: { roles: ["offline_access", "uma_authorization", "default-roles-example", "orders-reader"] },
+    resource_access: { "orders-web": { roles: ["viewer", "editor"] }, account: { roles: ["manage-account", "manage-account-links", "view-profile"] } },
+    scope: "openid profile email orders:read orders:write", sid: "8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+    email_verified: true, name: "Alice Example", preferred_username: "alice", given_name: "Alice", family_name: "Example", email: "alice@example.com",
+  }),
+  // PHP's json_encode and some Java encoders escape every slash.
+  auth0: token(JSON.stringify({
+    iss: ISSUER, sub: "auth0|64f1c2d3e4b5a69788796a5b", aud: ["billing", "https://example-tenant.eu.auth0.com/userinfo"],
+    iat: 4102441200, exp: EXP, azp: "Zx8Kq3Lm9Np2Rs7Tv4Wy6Ab1Cd5Ef0Gh",
+    scope: "openid profile email read:invoices write:invoices read:customers offline_access", gty: "client-credentials",
+    permissions: ["read:invoices", "write:invoices", "read:customers", "read:reports"],
+    "https://example.com/claims": { roles: ["finance", "auditor"], org: { id: "org_7Hk2Lm9Np3Qr", name: "Example Ltd", tier: "enterprise" } },
+    org_id: "org_7Hk2Lm9Np3Qr",
+  }).replaceAll("/", "\\/")),
+  // Entra ID v2: a 43-character pairwise subject, roles and scp, and an exp with a fraction.
+  entra: token(`{"aud":"users","iss":"${ISSUER}","iat":1700000000,"nbf":1700000000,"exp":4102444800.5,"aio":"AWQAm/8YAAAA3xk9Lm2Np8Qr4St6Uv1Wx3Yz5Ab7Cd9Ef0Gh2Ij4Kl6Mn8Op0Qr2St4Uv6Wx8Yz0Ab==","azp":"6e74172b-be56-4843-9ff4-e66a39bb12e3","azpacr":"1","name":"Carol Example","oid":"00000000-0000-0000-66f3-3332eca7ea81","preferred_username":"carol@example.com","rh":"0.AQEAv4j5cvGGr0GRqy180BHbR-ZNsJ9jFjVBlYpTjqk8qYcBAAA.","roles":["Users.Read.All","Users.Write"],"scp":"access_as_user User.Read","sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ","tid":"9188040d-6c67-4c5b-b112-36a304b66dad","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0","wids":["b79fbf4d-3ef9-4689-8143-76b194e85509"]}`),
+  // Okta: an audience and subject spelled with \u escapes (any encoder may emit them).
+  okta: token(`{"ver":1,"jti":"AT.W2dpbG1wNkxYY2g3WnJ2T3ZrZ0dfRnB1cnlmZ3FQZ0lFV0QyX3c","iss":"${ISSUER}","aud":"\\u006frders","iat":4102441200,"exp":4.1024448e9,"cid":"0oa1b2c3d4e5f6g7h8i9","uid":"00u1a2b3c4d5e6f7g8h9","scp":["openid","profile","email","orders.read","orders.write"],"auth_time":4102441100,"sub":"dave\\u0040example.com","groups":["Everyone","Orders Team","Orders Admins","EU Staff","Support Tier 2"],"amr":["pwd","mfa","hwk"],"idp":"00o1a2b3c4d5e6f7g8h9","email":"dave@example.com","locale":"en-GB","tenant":{"id":"t-42","region":"eu-west-1","plan":{"name":"business","seats":250}}}`),
+};
+const PROVIDER_TOO_LONG = token({ aud: "orders", sub: "alice", pad: "p".repeat(FIXTURE.max_token_bytes) });
+
 const CASES = [
   // Ordinary requests.
   ["GET with a query", req("GET", "/invoices/7?expand=lines&page=2", [auth()]), [forward("GET", "/orders-svc/invoices/7?expand=lines&page=2")]],
@@ -95,6 +128,13 @@ const CASES = [
     req("GET", "http://api.example/x/../y?q=1", [auth()]),
     [{ any_of: [forward("GET", "/orders-svc/y?q=1", { host: "api.example" }), forward("GET", "/orders-svc/y?q=1")], why: "RFC 9112 section 3.2.2 makes the target's authority the host (host-sim passes the absolute form); workerd rebuilds the request URL from Host, so its module sees origin-form" }],
   ],
+
+  // Tokens shaped like identity providers', through every host.
+  ["Keycloak-shaped token", req("GET", "/orders/7", [auth(PROVIDER.keycloak)]), [forward("GET", "/orders-svc/orders/7", { subject: "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c" })]],
+  ["Auth0-shaped token with escaped slashes", req("GET", "/invoices", [auth(PROVIDER.auth0)]), [forward("GET", "/billing-svc/invoices", { subject: "auth0|64f1c2d3e4b5a69788796a5b" })]],
+  ["Entra-shaped token with a fractional exp", req("GET", "/u/7", [auth(PROVIDER.entra)]), [forward("GET", "/u/7", { origin: USERS, subject: "AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ" })]],
+  ["Okta-shaped token with escaped aud and sub", req("GET", "/orders", [auth(PROVIDER.okta)]), [forward("GET", "/orders-svc/orders", { subject: "dave@example.com" })]],
+  ["token over max_token_bytes", req("GET", "/orders", [auth(PROVIDER_TOO_LONG)]), [refused(401, "token longer than the gateway accepts")]],
 
   // Climbing out of the base path.
   ["dot-dot above the base", req("GET", "/../billing-svc/invoices", [auth()]), [refused(400, "path climbs above its root")]],
@@ -161,6 +201,10 @@ const CASES = [
     [forward("GET", "/orders-svc/first"), refused(400, "path climbs above its root")],
   ],
 ];
+
+for (const [name, t] of Object.entries(PROVIDER)) {
+  if (t.length < 800 || t.length > 1400) throw new Error(`the ${name} token is ${t.length} bytes, not 800 to 1,400`);
+}
 
 const lines = CASES.map(([name, request, expect]) => JSON.stringify({ name, request, expect }));
 writeFileSync(join(HERE, "forwarding.jsonl"), lines.join("\n") + "\n");

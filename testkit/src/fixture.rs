@@ -66,6 +66,7 @@ pub fn worker_config() -> &'static Config<'static> {
             realm: leak(&loaded.realm),
             issuer: loaded.issuer.as_deref().map(leak),
             leeway_secs: loaded.leeway_secs,
+            max_token_bytes: loaded.max_token_bytes,
             trusted_proxy_hops: loaded.trusted_proxy_hops,
             keys: Box::leak(keys.into_boxed_slice()),
             routes: Box::leak(routes.into_boxed_slice()),

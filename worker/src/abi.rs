@@ -9,6 +9,7 @@ use crate::cache::TokenCache;
 use crate::config::{COMPILED, Config};
 use crate::gateway;
 use crate::reject::Rejection;
+use crate::request::TOKEN_CAPACITY;
 use crate::response::{OUTPUT_CAPACITY, Output};
 use crate::target::MAX_TARGET_LEN;
 
@@ -18,10 +19,13 @@ pub const ABI_VERSION: u32 = 2;
 /// The input buffer's size: the largest request head the module accepts.
 pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
 
-/// The arena's size: the output buffer, the normalized target, and the
-/// decoded JOSE header and claims (each at most 192 bytes, since the token
-/// is at most 256).
-pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 1024;
+/// The arena's size: the output buffer, the normalized target, and four
+/// times the token buffer, for the decoded JOSE header and claims (each at
+/// most three quarters of the token, plus a byte) and the claim strings
+/// whose escapes are decoded (together no longer than the claims). With
+/// the default 256-byte token that is 1 KiB, as before the size was a
+/// setting.
+pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 4 * TOKEN_CAPACITY;
 
 /// Everything an instance holds: the length of the last answer, the cache
 /// of verified tokens, the request arena (whose first bytes are the output

@@ -29,10 +29,10 @@ pub const ENTRIES: usize = 16;
 
 /// The longest token the cache keeps (today's token limit; kept apart from
 /// it so that a larger limit does not grow every instance's memory).
-pub const TOKEN_CAPACITY: usize = 256;
+pub const CACHED_TOKEN_CAPACITY: usize = 256;
 
 /// The longest claims JSON such a token can carry.
-const CLAIMS_CAPACITY: usize = TOKEN_CAPACITY * 3 / 4;
+const CLAIMS_CAPACITY: usize = CACHED_TOKEN_CAPACITY * 3 / 4;
 
 /// The cache itself (about 7.5 KiB). The index comes first and the entries
 /// last (`repr(C)`): a fresh instance's lookup and first sighting read and
@@ -57,12 +57,12 @@ pub struct TokenCache {
 struct Entry {
     token_len: usize,
     claims_len: usize,
-    token: [u8; TOKEN_CAPACITY],
+    token: [u8; CACHED_TOKEN_CAPACITY],
     claims: [u8; CLAIMS_CAPACITY],
 }
 
 const EMPTY: Entry =
-    Entry { token_len: 0, claims_len: 0, token: [0; TOKEN_CAPACITY], claims: [0; CLAIMS_CAPACITY] };
+    Entry { token_len: 0, claims_len: 0, token: [0; CACHED_TOKEN_CAPACITY], claims: [0; CLAIMS_CAPACITY] };
 
 impl TokenCache {
     /// An empty cache (zeroed, so in wasm it costs no bytes of module).
@@ -91,7 +91,7 @@ impl TokenCache {
     /// Records that `token`'s header and signature checked out under `keys`
     /// and that its payload decoded to `claims`.
     pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[VerifyingKey<'_>]) {
-        if token.is_empty() || token.len() > TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
+        if token.is_empty() || token.len() > CACHED_TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
             return;
         }
         if self.keys != identity(keys) {
@@ -200,7 +200,7 @@ mod tests {
         }
         assert_eq!(cache.claims(tokens[0].as_bytes(), KEYS), None);
         assert!(tokens[1..].iter().all(|t| cache.claims(t.as_bytes(), KEYS).is_some()));
-        let long = [b'a'; TOKEN_CAPACITY + 1];
+        let long = [b'a'; CACHED_TOKEN_CAPACITY + 1];
         twice(&mut cache, &long, b"{}");
         assert_eq!(cache.claims(&long, KEYS), None);
         twice(&mut cache, b"a.b.c", &[b' '; CLAIMS_CAPACITY + 1]);

@@ -1,28 +1,36 @@
-//! Phase 4, claims: the token's payload, read with `serde-json-core` after the
+//! Phase 4, claims: the token's payload, read in one strict pass after the
 //! signature has been verified, and checked against the clock and the config.
 //!
-//! - `exp` is required; `nbf` and `iat` are optional. All are integer seconds
-//!   as unsigned 64-bit numbers, so they stay right past 2038 and past 2^32.
-//!   Expired means `exp + leeway < now`; not yet valid means
-//!   `nbf > now + leeway`.
+//! - The text must be strict JSON (RFC 8259) in UTF-8, an object nested at
+//!   most 16 deep ([`crate::json`]); members the gateway does not read are
+//!   checked as JSON and skipped. A member the gateway reads may appear once:
+//!   a second `exp`, `nbf`, `iat`, `iss`, `sub` or `aud` refuses the token,
+//!   also when its name is spelled with escapes (`"\u0061ud"` is `aud`).
+//! - Strings are decoded (RFC 8259 section 7) before they are compared or
+//!   forwarded, so `"https:\/\/issuer"` is `https://issuer` and `"\u006frders"`
+//!   routes exactly like `"orders"`. A decoded string is then judged like any
+//!   other. A `\uXXXX` naming half a surrogate pair is no text at all: in
+//!   `iss`, `sub` or `aud` it is refused ("lone surrogate escape in a claim").
+//!   Escaped strings are decoded into the request arena, never a heap.
+//! - `exp` is required; `nbf` and `iat` are optional; `null` reads as absent.
+//!   Each is a NumericDate (RFC 7519 section 2): a JSON number, fractions
+//!   and exponents allowed (`1800000600.5`, `1.8e9`), read exactly (no
+//!   floating point) and rounded toward safety: `exp` down, `nbf` up. A
+//!   negative value, or one past 2^64 - 1 seconds (`1e400`), is "malformed
+//!   claims"; `-0` is zero. Expired means `exp + leeway < now`; not yet
+//!   valid means `nbf > now + leeway`.
 //! - `iss` must equal the configured issuer when one is configured.
 //! - `aud` is a string or an array of at most [`MAX_AUDIENCES`] strings; the
 //!   first audience, in token order, that has a route wins.
 //! - `sub`, when present, is forwarded upstream as a header, so it must
 //!   travel intact: visible ASCII and inner spaces only, no leading or
-//!   trailing space (which HTTP would trim). It is refused, never trimmed.
+//!   trailing space (which HTTP would trim). It is refused, never trimmed,
+//!   so a subject decoded to a control (`"\u0000"`, `"\r\n"`) is refused.
 //!   An empty `sub` names no one: no subject is forwarded, as without one.
-//! - Strings are read raw, without unescaping. An escape in `aud` or `sub` is
-//!   refused, so that one audience can never be spelled two ways; an escape in
-//!   `iss` simply fails to match the configured issuer.
-//! - The text must be strict JSON nested at most 16 deep ([`crate::json`]);
-//!   duplicate members are refused (serde's derive reports them).
 
-use heapless::Vec;
-use serde::Deserialize;
-
+use crate::arena::Arena;
 use crate::config::{Config, Route};
-use crate::json;
+use crate::json::{self, RawString, Reader, Unescape};
 use crate::reject::Rejection;
 use crate::route;
 
@@ -38,64 +46,219 @@ pub struct Grant<'c, 'a> {
     pub subject: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
-struct RawClaims<'a, A> {
+/// The claims the gateway reads, as found in one pass.
+#[derive(Default)]
+struct Claims<'c, 'a> {
     exp: Option<u64>,
     nbf: Option<u64>,
-    #[allow(dead_code)] // read only to check its type
-    iat: Option<u64>,
-    #[serde(borrow)]
     iss: Option<&'a str>,
-    #[serde(borrow)]
     sub: Option<&'a str>,
-    aud: Option<A>,
+    /// How many audiences `aud` lists (a string is one).
+    audiences: usize,
+    /// The route of the first audience that has one.
+    route: Option<&'c Route<'c>>,
 }
 
-/// Reads `aud` either as one string or as a list of strings.
-trait Audiences<'a> {
-    fn list(&self) -> &[&'a str];
+/// The members the gateway reads, each a bit of the set already seen.
+#[derive(Clone, Copy)]
+enum Member {
+    Exp = 1,
+    Nbf = 2,
+    Iat = 4,
+    Iss = 8,
+    Sub = 16,
+    Aud = 32,
 }
 
-impl<'a> Audiences<'a> for &'a str {
-    fn list(&self) -> &[&'a str] {
-        core::slice::from_ref(self)
-    }
-}
-
-impl<'a> Audiences<'a> for Vec<&'a str, MAX_AUDIENCES> {
-    fn list(&self) -> &[&'a str] {
-        self
-    }
-}
-
-/// Checks the decoded claims JSON at time `now` (Unix seconds).
+/// Checks the decoded claims JSON at time `now` (Unix seconds). Escaped
+/// strings are decoded into `arena`.
 pub fn check<'c, 'a>(
     claims_json: &'a [u8],
     now: u64,
     config: &Config<'c>,
+    arena: &mut Arena<'a>,
 ) -> Result<Grant<'c, 'a>, Rejection> {
-    if !json::is_strict(claims_json) {
-        return Err(Rejection::MalformedClaims);
-    }
-    // serde-json-core has no `deserialize_any`, so "string or array" is read
-    // as a string first and, when the value is an array, read again as one.
-    match serde_json_core::from_slice::<RawClaims<'a, &'a str>>(claims_json) {
-        Ok((claims, _)) => grant(claims, now, config),
-        Err(serde_json_core::de::Error::InvalidType) => {
-            match serde_json_core::from_slice::<RawClaims<'a, Vec<&'a str, MAX_AUDIENCES>>>(claims_json) {
-                Ok((claims, _)) => grant(claims, now, config),
-                Err(_) => Err(Rejection::MalformedClaims),
+    let claims = read(claims_json, config, arena)?;
+    judge(&claims, now, config)
+}
+
+/// Reads the whole object, checking it as strict JSON, and keeps the claims.
+fn read<'c, 'a>(
+    json: &'a [u8],
+    config: &Config<'c>,
+    arena: &mut Arena<'a>,
+) -> Result<Claims<'c, 'a>, Rejection> {
+    const MALFORMED: Rejection = Rejection::MalformedClaims;
+    let mut reader = Reader::new(json).ok_or(MALFORMED)?;
+    let mut claims = Claims::default();
+    let mut seen = 0u8;
+    reader.skip_whitespace();
+    let mut more = reader.open(b'{', b'}').ok_or(MALFORMED)?;
+    while more {
+        let name = reader.name().ok_or(MALFORMED)?;
+        match member(name) {
+            Some(member) => {
+                if seen & member as u8 != 0 {
+                    return Err(MALFORMED);
+                }
+                seen |= member as u8;
+                read_member(&mut reader, member, &mut claims, config, arena)?;
             }
+            None if reader.skip_value(1) => {}
+            None => return Err(MALFORMED),
         }
-        Err(_) => Err(Rejection::MalformedClaims),
+        more = reader.more(b'}').ok_or(MALFORMED)?;
+    }
+    if !reader.at_end() {
+        return Err(MALFORMED);
+    }
+    Ok(claims)
+}
+
+/// The member a name stands for, its escapes decoded.
+fn member(name: RawString<'_>) -> Option<Member> {
+    let mut buf = [0u8; 3];
+    let name = match name.escaped {
+        // Longer than three bytes decoded, or not text: no name we read.
+        true => json::unescape(name, &mut buf).ok()?,
+        false => name.text,
+    };
+    Some(match name {
+        "exp" => Member::Exp,
+        "nbf" => Member::Nbf,
+        "iat" => Member::Iat,
+        "iss" => Member::Iss,
+        "sub" => Member::Sub,
+        "aud" => Member::Aud,
+        _ => return None,
+    })
+}
+
+/// Reads the value of `member` into `claims`. `null` leaves it absent.
+fn read_member<'c, 'a>(
+    reader: &mut Reader<'a>,
+    member: Member,
+    claims: &mut Claims<'c, 'a>,
+    config: &Config<'c>,
+    arena: &mut Arena<'a>,
+) -> Result<(), Rejection> {
+    const MALFORMED: Rejection = Rejection::MalformedClaims;
+    if reader.null() {
+        return Ok(());
+    }
+    match member {
+        Member::Exp => claims.exp = Some(numeric_date(reader.number().ok_or(MALFORMED)?, Round::Down)?),
+        Member::Nbf => claims.nbf = Some(numeric_date(reader.number().ok_or(MALFORMED)?, Round::Up)?),
+        Member::Iat => {
+            numeric_date(reader.number().ok_or(MALFORMED)?, Round::Down)?;
+        }
+        Member::Iss => claims.iss = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
+        Member::Sub => claims.sub = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
+        Member::Aud => match reader.open(b'[', b']') {
+            None => audience(text(reader.string().ok_or(MALFORMED)?, arena)?, claims, config),
+            Some(mut more) => {
+                while more {
+                    if claims.audiences == MAX_AUDIENCES {
+                        return Err(MALFORMED);
+                    }
+                    audience(text(reader.string().ok_or(MALFORMED)?, arena)?, claims, config);
+                    more = reader.more(b']').ok_or(MALFORMED)?;
+                }
+            }
+        },
+    }
+    Ok(())
+}
+
+/// Counts one audience and keeps its route when it is the first routed one.
+fn audience<'c>(aud: &str, claims: &mut Claims<'c, '_>, config: &Config<'c>) {
+    claims.audiences += 1;
+    if claims.route.is_none() {
+        claims.route = route::lookup(config.routes, aud);
     }
 }
 
-fn grant<'c, 'a, A: Audiences<'a>>(
-    claims: RawClaims<'a, A>,
-    now: u64,
-    config: &Config<'c>,
-) -> Result<Grant<'c, 'a>, Rejection> {
+/// The text a string stands for: the string itself, or its escapes decoded
+/// into the arena.
+fn text<'a>(raw: RawString<'a>, arena: &mut Arena<'a>) -> Result<&'a str, Rejection> {
+    if !raw.escaped {
+        return Ok(raw.text);
+    }
+    let out = arena.alloc(raw.text.len())?;
+    json::unescape(raw, out).map_err(|e| match e {
+        Unescape::LoneSurrogate => Rejection::LoneSurrogate,
+        // The buffer is as long as the escaped text, which is never shorter.
+        Unescape::TooLong => Rejection::ScratchExhausted,
+    })
+}
+
+/// Which way a NumericDate with a fraction is rounded to whole seconds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Round {
+    Down,
+    Up,
+}
+
+/// The whole seconds of a JSON number `literal` (already checked against the
+/// grammar), computed exactly from its digits: no float rounding, whatever
+/// the exponent. Negative values and values past `u64::MAX` are refused.
+fn numeric_date(literal: &[u8], round: Round) -> Result<u64, Rejection> {
+    const MALFORMED: Rejection = Rejection::MalformedClaims;
+    let (negative, literal) = match literal.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, literal),
+    };
+    let mantissa_len = literal.iter().position(|&b| b == b'e' || b == b'E').unwrap_or(literal.len());
+    let (mantissa, exponent) = literal.split_at(mantissa_len);
+    let integer_len = mantissa.iter().position(|&b| b == b'.').unwrap_or(mantissa.len());
+    // How many digits stand before the decimal point once the exponent moved it.
+    let point = integer_len as i64 + exponent_value(exponent);
+    let (mut whole, mut count, mut fraction) = (0u64, 0i64, false);
+    for &digit in mantissa.iter().filter(|&&b| b != b'.') {
+        if count < point {
+            whole = whole
+                .checked_mul(10)
+                .and_then(|w| w.checked_add(u64::from(digit - b'0')))
+                .ok_or(MALFORMED)?;
+        } else {
+            fraction |= digit != b'0';
+        }
+        count += 1;
+    }
+    if whole == 0 && !fraction {
+        return Ok(0); // zero, however written (`-0`, `0.0e9`)
+    }
+    if negative {
+        return Err(MALFORMED);
+    }
+    // Zeros the exponent adds after the last digit (zero stays zero; past
+    // 20 digits it overflows, so this loop is short).
+    if whole != 0 {
+        for _ in count..point {
+            whole = whole.checked_mul(10).ok_or(MALFORMED)?;
+        }
+    }
+    match (round, fraction) {
+        (Round::Up, true) => whole.checked_add(1).ok_or(MALFORMED),
+        _ => Ok(whole),
+    }
+}
+
+/// The value of an exponent part (`e+12`, `E-3`, or empty), clamped to
+/// ±1,000,000, far past any exponent that leaves a representable time.
+fn exponent_value(exponent: &[u8]) -> i64 {
+    let Some((_, rest)) = exponent.split_first() else { return 0 };
+    let (sign, digits) = match rest.split_first() {
+        Some((b'-', digits)) => (-1, digits),
+        Some((b'+', digits)) => (1, digits),
+        _ => (1, rest),
+    };
+    let magnitude = digits.iter().fold(0i64, |acc, &d| (acc * 10 + i64::from(d - b'0')).min(1_000_000));
+    sign * magnitude
+}
+
+/// Judges the claims read against the clock and the config.
+fn judge<'c, 'a>(claims: &Claims<'c, 'a>, now: u64, config: &Config<'c>) -> Result<Grant<'c, 'a>, Rejection> {
     let exp = claims.exp.ok_or(Rejection::MissingExpiry)?;
     if exp.saturating_add(config.leeway_secs) < now {
         return Err(Rejection::Expired);
@@ -111,20 +274,14 @@ fn grant<'c, 'a, A: Audiences<'a>>(
         return Err(Rejection::WrongIssuer);
     }
     let subject = match claims.sub {
-        Some(sub) if sub.contains('\\') => return Err(Rejection::EscapedString),
         Some("") => None,
         Some(sub) if !travels_intact(sub) => return Err(Rejection::SubjectNotHeaderSafe),
         other => other,
     };
-    let audiences = claims.aud.as_ref().map(Audiences::list).unwrap_or(&[]);
-    if audiences.is_empty() {
+    if claims.audiences == 0 {
         return Err(Rejection::MissingAudience);
     }
-    if audiences.iter().any(|aud| aud.contains('\\')) {
-        return Err(Rejection::EscapedString);
-    }
-    let route =
-        audiences.iter().find_map(|aud| route::lookup(config.routes, aud)).ok_or(Rejection::NoRoute)?;
+    let route = claims.route.ok_or(Rejection::NoRoute)?;
     Ok(Grant { route, subject })
 }
 
@@ -147,6 +304,7 @@ mod tests {
         issuer: Some("https://issuer.example"),
         leeway_secs: 30,
         trusted_proxy_hops: 0,
+        max_token_bytes: 256,
         keys: &[VerifyingKey::Hs256(Key {
             kid: "k",
             secret: b"0123456789abcdef0123456789abcdef",
@@ -159,7 +317,18 @@ mod tests {
     };
 
     fn upstream_of(json: &str) -> Result<(&'static str, Option<std::string::String>), Rejection> {
-        check(json.as_bytes(), NOW, &CONFIG).map(|g| (g.route.origin, g.subject.map(Into::into)))
+        checked(json.as_bytes(), NOW, &CONFIG)
+    }
+
+    /// `check` with an arena of its own: the route's origin and the subject.
+    fn checked(
+        json: &[u8],
+        now: u64,
+        config: &Config<'static>,
+    ) -> Result<(&'static str, Option<std::string::String>), Rejection> {
+        let mut region = std::vec![0u8; json.len()];
+        let mut arena = Arena::new(&mut region);
+        check(json, now, config, &mut arena).map(|g| (g.route.origin, g.subject.map(Into::into)))
     }
 
     /// Claims with `extra` members spliced in after a valid iss.
@@ -189,19 +358,53 @@ mod tests {
         no_exp: claims(r#","aud":"orders""#) => Err(Rejection::MissingExpiry);
         exp_as_string: claims(r#","exp":"1800000100","aud":"orders""#) => Err(Rejection::MalformedClaims);
         exp_negative: claims(r#","exp":-1,"aud":"orders""#) => Err(Rejection::MalformedClaims);
-        exp_fraction: claims(r#","exp":1800000100.5,"aud":"orders""#) => Err(Rejection::MalformedClaims);
         iat_as_string: claims(r#","exp":1800000100,"iat":"x","aud":"orders""#) => Err(Rejection::MalformedClaims);
         wrong_iss: r#"{"iss":"https://evil.example","exp":1800000100,"aud":"orders"}"# => Err(Rejection::WrongIssuer);
         missing_iss: r#"{"exp":1800000100,"aud":"orders"}"# => Err(Rejection::WrongIssuer);
-        escaped_iss: r#"{"iss":"https:\/\/issuer.example","exp":1800000100,"aud":"orders"}"# => Err(Rejection::WrongIssuer);
         no_aud: claims(r#","exp":1800000100"#) => Err(Rejection::MissingAudience);
         empty_aud_list: claims(r#","exp":1800000100,"aud":[]"#) => Err(Rejection::MissingAudience);
         aud_without_route: claims(r#","exp":1800000100,"aud":"admin""#) => Err(Rejection::NoRoute);
         aud_list_without_route: claims(r#","exp":1800000100,"aud":["admin","root"]"#) => Err(Rejection::NoRoute);
         aud_case_differs: claims(r#","exp":1800000100,"aud":"Orders""#) => Err(Rejection::NoRoute);
-        escaped_aud: claims(r#","exp":1800000100,"aud":"\u006frders""#) => Err(Rejection::EscapedString);
-        escaped_aud_in_list: claims(r#","exp":1800000100,"aud":["admin","ord\u0065rs"]"#) => Err(Rejection::EscapedString);
-        escaped_sub: claims(r#","exp":1800000100,"aud":"orders","sub":"a\"b""#) => Err(Rejection::EscapedString);
+        escaped_slash_in_iss: r#"{"iss":"https:\/\/issuer.example","exp":1800000100,"aud":"orders"}"# => Ok(("http://o", None));
+        escaped_aud: claims(r#","exp":1800000100,"aud":"\u006frders""#) => Ok(("http://o", None));
+        escaped_aud_in_list: claims(r#","exp":1800000100,"aud":["admin","ord\u0065rs"]"#) => Ok(("http://o", None));
+        escaped_aud_upper_hex: claims(r#","exp":1800000100,"aud":"\u006Frders""#) => Ok(("http://o", None));
+        escaped_name_is_the_member: claims(r#","exp":1800000100,"\u0061ud":"orders""#) => Ok(("http://o", None));
+        escaped_name_duplicates_the_member: claims(r#","exp":1800000100,"aud":"admin","\u0061ud":"orders""#) => Err(Rejection::MalformedClaims);
+        escaped_sub: claims(r#","exp":1800000100,"aud":"orders","sub":"a\u0041\"b\/""#) => Ok(("http://o", Some("aA\"b/".into())));
+        escaped_sub_astral: claims(r#","exp":1800000100,"aud":"orders","sub":"\ud834\udd1e""#) => Err(Rejection::SubjectNotHeaderSafe);
+        escaped_sub_nul: claims(r#","exp":1800000100,"aud":"orders","sub":"a\u0000""#) => Err(Rejection::SubjectNotHeaderSafe);
+        escaped_sub_crlf: claims(r#","exp":1800000100,"aud":"orders","sub":"a\r\nX-Admin: 1""#) => Err(Rejection::SubjectNotHeaderSafe);
+        escaped_sub_crlf_as_u: claims(r#","exp":1800000100,"aud":"orders","sub":"a\u000d\u000aX-Admin: 1""#) => Err(Rejection::SubjectNotHeaderSafe);
+        escaped_sub_tab: claims(r#","exp":1800000100,"aud":"orders","sub":"a\tb""#) => Err(Rejection::SubjectNotHeaderSafe);
+        escaped_aud_nul_routes_nowhere: claims(r#","exp":1800000100,"aud":"orders\u0000""#) => Err(Rejection::NoRoute);
+        lone_surrogate_in_aud: claims(r#","exp":1800000100,"aud":"\ud800orders""#) => Err(Rejection::LoneSurrogate);
+        lone_surrogate_in_sub: claims(r#","exp":1800000100,"aud":"orders","sub":"\udc00""#) => Err(Rejection::LoneSurrogate);
+        lone_surrogate_in_iss: r#"{"iss":"\ud834","exp":1800000100,"aud":"orders"}"# => Err(Rejection::LoneSurrogate);
+        lone_surrogate_in_other_member: claims(r#","exp":1800000100,"aud":"orders","x":"\ud800""#) => Ok(("http://o", None));
+        exp_fraction_rounds_down: claims(r#","exp":1799999970.9,"aud":"orders""#) => Ok(("http://o", None));
+        exp_fraction_rounds_down_to_expired: claims(r#","exp":1799999969.9,"aud":"orders""#) => Err(Rejection::Expired);
+        exp_exponent: claims(r#","exp":1.8000001e9,"aud":"orders""#) => Ok(("http://o", None));
+        exp_exponent_exactly_now: claims(r#","exp":1.8e9,"aud":"orders""#) => Ok(("http://o", None));
+        exp_exponent_upper_signed: claims(r#","exp":18000001E+2,"aud":"orders""#) => Ok(("http://o", None));
+        exp_negative_exponent: claims(r#","exp":18000001000e-1,"aud":"orders""#) => Ok(("http://o", None));
+        exp_tiny: claims(r#","exp":1e-400,"aud":"orders""#) => Err(Rejection::Expired);
+        exp_huge_exponent: claims(r#","exp":1e400,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        exp_past_u64: claims(r#","exp":18446744073709551616,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        exp_exponent_past_u64: claims(r#","exp":1.8446744073709551616e19,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        exp_giant_exponent_digits: claims(r#","exp":1e99999999999999999999999,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        exp_negative_zero_is_zero: claims(r#","exp":-0,"aud":"orders""#) => Err(Rejection::Expired);
+        exp_negative_fraction: claims(r#","exp":-0.5,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        nbf_fraction_rounds_up: claims(r#","exp":1800000100,"nbf":1800000030.1,"aud":"orders""#) => Err(Rejection::NotYetValid);
+        nbf_whole_with_zero_fraction: claims(r#","exp":1800000100,"nbf":1800000030.000,"aud":"orders""#) => Ok(("http://o", None));
+        nbf_negative_zero: claims(r#","exp":1800000100,"nbf":-0.0e5,"aud":"orders""#) => Ok(("http://o", None));
+        nbf_exponent_rounds_up: claims(r#","exp":1800000100,"nbf":18000000301e-1,"aud":"orders""#) => Err(Rejection::NotYetValid);
+        iat_fraction: claims(r#","exp":1800000100,"iat":1799999999.25,"aud":"orders""#) => Ok(("http://o", None));
+        iat_huge: claims(r#","exp":1800000100,"iat":1e400,"aud":"orders""#) => Err(Rejection::MalformedClaims);
+        nulls_read_as_absent: claims(r#","exp":1800000100,"nbf":null,"iat":null,"sub":null,"aud":"orders""#) => Ok(("http://o", None));
+        null_aud: claims(r#","exp":1800000100,"aud":null"#) => Err(Rejection::MissingAudience);
+        whitespace_everywhere: " {\n \"iss\" : \"https://issuer.example\" ,\t\"exp\" : 1800000100 , \"aud\" : [ \"orders\" ] }\r\n" => Ok(("http://o", None));
         sub_with_utf8: claims(r#","exp":1800000100,"aud":"orders","sub":"zoë""#) => Err(Rejection::SubjectNotHeaderSafe);
         sub_with_leading_space: claims(r#","exp":1800000100,"aud":"orders","sub":" admin""#) => Err(Rejection::SubjectNotHeaderSafe);
         sub_with_trailing_space: claims(r#","exp":1800000100,"aud":"orders","sub":"admin ""#) => Err(Rejection::SubjectNotHeaderSafe);
@@ -223,19 +426,19 @@ mod tests {
     #[test]
     fn no_issuer_configured_accepts_any_iss() {
         let config = Config { issuer: None, ..CONFIG };
-        let grant = check(br#"{"exp":1800000100,"aud":"orders"}"#, NOW, &config).expect("accepted");
-        assert_eq!(grant.route.audience, "orders");
+        let grant = checked(br#"{"exp":1800000100,"aud":"orders"}"#, NOW, &config).expect("accepted");
+        assert_eq!(grant.0, "http://o");
     }
 
     #[test]
     fn clock_past_2038_and_near_u64_max_never_overflows() {
         let json = br#"{"iss":"https://issuer.example","exp":18446744073709551615,"aud":"orders"}"#;
-        assert!(check(json, u64::MAX, &CONFIG).is_ok());
+        assert!(checked(json, u64::MAX, &CONFIG).is_ok());
         let json =
             br#"{"iss":"https://issuer.example","exp":2200000000,"nbf":18446744073709551615,"aud":"orders"}"#;
-        assert_eq!(check(json, 2_147_483_648, &CONFIG).map(|_| ()), Err(Rejection::NotYetValid));
+        assert_eq!(checked(json, 2_147_483_648, &CONFIG).map(|_| ()), Err(Rejection::NotYetValid));
         let json = br#"{"iss":"https://issuer.example","exp":2200000000,"aud":"orders"}"#;
-        assert!(check(json, 2_147_483_648, &CONFIG).is_ok(), "a 2038+ clock");
-        assert_eq!(check(json, 2_200_000_031, &CONFIG).map(|_| ()), Err(Rejection::Expired));
+        assert!(checked(json, 2_147_483_648, &CONFIG).is_ok(), "a 2038+ clock");
+        assert_eq!(checked(json, 2_200_000_031, &CONFIG).map(|_| ()), Err(Rejection::Expired));
     }
 }

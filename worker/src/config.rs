@@ -21,6 +21,11 @@ pub struct Config<'c> {
     /// the peer address; more keeps it and appends the peer, as Envoy's
     /// `xff_num_trusted_hops` does.
     pub trusted_proxy_hops: u32,
+    /// The longest bearer token accepted, in bytes (`max_token_bytes`, 256
+    /// to 8 KiB). A module's regions are sized for its compiled value
+    /// ([`crate::request::TOKEN_CAPACITY`]); a larger value here than they
+    /// hold fails closed as "scratch exhausted", never overruns.
+    pub max_token_bytes: usize,
     /// Keys by kid, each with its algorithm.
     pub keys: &'c [VerifyingKey<'c>],
     /// Routes sorted by audience in byte order, without duplicates (the build

@@ -133,7 +133,15 @@ mod tests {
         Route { audience: "orders", origin: "http://10.0.0.5:8080", base_path: "/orders-svc" };
 
     fn config(trusted_proxy_hops: u32) -> Config<'static> {
-        Config { realm: "gw", issuer: None, leeway_secs: 0, trusted_proxy_hops, keys: &[], routes: &[ROUTE] }
+        Config {
+            realm: "gw",
+            issuer: None,
+            leeway_secs: 0,
+            trusted_proxy_hops,
+            max_token_bytes: 256,
+            keys: &[],
+            routes: &[ROUTE],
+        }
     }
 
     /// The plan for `head` with subject `sub`, split into lines.

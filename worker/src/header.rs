@@ -10,36 +10,59 @@
 //! no extension (RFC 7515 section 4.1.11). `kid` selects the key; without
 //! one, a gateway with a single key uses it. Headers such as `jku` or `x5u`
 //! are ignored: keys come only from the compiled-in table, never from a token.
-
-use serde::Deserialize;
+//!
+//! The header is read in one strict pass with [`crate::json::Reader`]: strict
+//! RFC 8259, nested at most 16 deep, unknown members checked and skipped, and
+//! `alg`, `typ`, `kid` and `crit` at most once each. Their strings are read as
+//! written, escapes not decoded, so `"HS\u0032\u0035\u0036"` is not `HS256`
+//! and an escaped `kid` names no key: one spelling per value.
 
 use crate::config::VerifyingKey;
-use crate::json;
+use crate::json::Reader;
 use crate::reject::Rejection;
 use crate::signature::Alg;
 
-/// The header members the gateway reads. Unknown members are ignored;
-/// duplicate members make serde refuse the header.
-#[derive(Deserialize)]
+/// The header members the gateway reads, as written (escapes not decoded,
+/// so an escaped `alg` is never `HS256`). Unknown members are checked as
+/// JSON and skipped; a member read here may appear once.
+#[derive(Default)]
 struct RawHeader<'a> {
-    #[serde(borrow)]
     alg: Option<&'a str>,
-    #[serde(borrow)]
     typ: Option<&'a str>,
-    #[serde(borrow)]
     kid: Option<&'a str>,
-    #[serde(default)]
-    crit: Present,
+    crit: bool,
 }
 
-/// Deserializes from any value and records only that the member was there.
-#[derive(Default)]
-struct Present(bool);
-
-impl<'de> Deserialize<'de> for Present {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+/// Reads the header object in one strict pass; `None` when it is not strict
+/// JSON, not an object, repeats a member read here, or gives `alg`, `typ`
+/// or `kid` a value other than a string or `null` (read as absent).
+fn read(json: &[u8]) -> Option<RawHeader<'_>> {
+    let mut reader = Reader::new(json)?;
+    let mut header = RawHeader::default();
+    let mut seen = 0u8;
+    reader.skip_whitespace();
+    let mut more = reader.open(b'{', b'}')?;
+    while more {
+        let (bit, slot) = match reader.name()?.text {
+            "alg" => (1, Some(&mut header.alg)),
+            "typ" => (2, Some(&mut header.typ)),
+            "kid" => (4, Some(&mut header.kid)),
+            "crit" => (8, None),
+            _ => (0, None),
+        };
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        match slot {
+            Some(slot) if !reader.null() => *slot = Some(reader.string()?.text),
+            Some(_) => {}
+            None => reader.skip_value(1).then_some(())?,
+        }
+        more = reader.more(b'}')?;
     }
+    header.crit = seen & 8 != 0;
+    reader.at_end().then_some(header)
 }
 
 /// Checks the decoded header JSON and returns the key it selects, which is
@@ -48,11 +71,7 @@ pub fn select_key<'c>(
     header_json: &[u8],
     keys: &'c [VerifyingKey<'c>],
 ) -> Result<&'c VerifyingKey<'c>, Rejection> {
-    if !json::is_strict(header_json) {
-        return Err(Rejection::MalformedHeader);
-    }
-    let (header, _) =
-        serde_json_core::from_slice::<RawHeader<'_>>(header_json).map_err(|_| Rejection::MalformedHeader)?;
+    let header = read(header_json).ok_or(Rejection::MalformedHeader)?;
     let alg = header.alg.and_then(Alg::from_name).ok_or(Rejection::UnsupportedAlgorithm)?;
     if let Some(typ) = header.typ
         && !typ.eq_ignore_ascii_case("JWT")
@@ -60,7 +79,7 @@ pub fn select_key<'c>(
     {
         return Err(Rejection::UnsupportedType);
     }
-    if header.crit.0 {
+    if header.crit {
         return Err(Rejection::CriticalHeader);
     }
     let key = match (header.kid, keys) {

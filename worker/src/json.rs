@@ -1,13 +1,15 @@
-//! A strict JSON check (RFC 8259) run on the decoded header and claims before
-//! `serde-json-core` reads them.
+//! Strict JSON (RFC 8259): the reader the JOSE header and the claims are
+//! read with, each in one pass, and string unescaping (section 7).
 //!
-//! `serde-json-core` skips members it does not know without validating them
-//! (`"x":tru` passes) and recurses without a depth limit. This check closes
-//! both gaps in one pass: the whole text must be valid JSON, and arrays and
-//! objects may nest at most [`MAX_DEPTH`] deep, so the parser's recursion is
-//! bounded whatever the token. Written here rather than taken from a crate
-//! because it is 100 lines, allocation-free, and the crates that validate
-//! JSON either allocate or are larger than the whole worker.
+//! The whole text must be valid JSON in valid UTF-8, members nobody reads
+//! included (`"x":tru` is refused), and arrays and objects may nest at most
+//! [`MAX_DEPTH`] deep, so recursion is bounded whatever the token.
+//! [`unescape`] turns an escaped string into the text it stands for.
+//! Written here rather than taken from a crate because it is small and
+//! allocation-free: `serde-json-core` (used before) skipped unknown members
+//! unvalidated, recursed without a limit, read strings raw, and cost about
+//! 4 KB of module; the crates that validate JSON allocate or are larger than
+//! the whole worker.
 
 /// The deepest nesting of arrays and objects a token's JSON may have.
 pub const MAX_DEPTH: usize = 16;
@@ -15,25 +17,119 @@ pub const MAX_DEPTH: usize = 16;
 /// True when `json` is one valid JSON value, optionally surrounded by
 /// whitespace, in valid UTF-8, nested at most [`MAX_DEPTH`] deep.
 pub fn is_strict(json: &[u8]) -> bool {
-    if core::str::from_utf8(json).is_err() {
-        return false;
-    }
-    let mut parser = Parser { text: json, at: 0 };
-    parser.skip_whitespace();
-    let valid = parser.value(0);
-    parser.skip_whitespace();
-    valid && parser.at == json.len()
+    let Some(mut reader) = Reader::new(json) else { return false };
+    reader.skip_whitespace();
+    reader.skip_value(0) && reader.at_end()
 }
 
-struct Parser<'a> {
-    text: &'a [u8],
+/// A string as it is written between its quotes: valid UTF-8 whose escapes
+/// have been checked for their syntax, not yet decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawString<'a> {
+    /// The text between the quotes.
+    pub text: &'a str,
+    /// True when the text holds at least one backslash escape.
+    pub escaped: bool,
+}
+
+/// Why an escaped string cannot be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unescape {
+    /// A `\uXXXX` names half of a surrogate pair without the other half: no
+    /// Unicode text can hold it (RFC 8259 section 8.2).
+    LoneSurrogate,
+    /// The decoded text does not fit the buffer given.
+    TooLong,
+}
+
+/// Decodes the escapes of `raw` (RFC 8259 section 7) into `out` and returns
+/// the decoded text. `out` needs at most `raw.text.len()` bytes: no escape
+/// decodes to more bytes than it is written with.
+pub fn unescape<'o>(raw: RawString<'_>, out: &'o mut [u8]) -> Result<&'o str, Unescape> {
+    let text = raw.text.as_bytes();
+    let mut len = 0;
+    let mut at = 0;
+    while at < text.len() {
+        let (ch, used) = match text[at] {
+            b'\\' => escape_at(text, at + 1)?,
+            _ => {
+                // Copy the plain run up to the next escape in one piece.
+                let run = text[at..].iter().position(|&b| b == b'\\').unwrap_or(text.len() - at);
+                let slot = out.get_mut(len..len + run).ok_or(Unescape::TooLong)?;
+                slot.copy_from_slice(&text[at..at + run]);
+                len += run;
+                at += run;
+                continue;
+            }
+        };
+        let mut utf8 = [0u8; 4];
+        let bytes = ch.encode_utf8(&mut utf8).as_bytes();
+        out.get_mut(len..len + bytes.len()).ok_or(Unescape::TooLong)?.copy_from_slice(bytes);
+        len += bytes.len();
+        at += used;
+    }
+    // Plain runs are whole UTF-8 sequences and escapes encode whole
+    // characters, so this only fails on a bug; it is never trusted blindly.
+    core::str::from_utf8(&out[..len]).map_err(|_| Unescape::LoneSurrogate)
+}
+
+/// The character of the escape whose letter is at `text[at]` (after the
+/// backslash), and how many bytes the escape takes with its backslash.
+/// The reader has checked the escape's syntax.
+fn escape_at(text: &[u8], at: usize) -> Result<(char, usize), Unescape> {
+    let simple = match text.get(at) {
+        Some(b'b') => '\u{8}',
+        Some(b'f') => '\u{c}',
+        Some(b'n') => '\n',
+        Some(b'r') => '\r',
+        Some(b't') => '\t',
+        Some(b'u') => return unicode_escape(text, at + 1),
+        Some(&other) => char::from(other),
+        None => return Err(Unescape::LoneSurrogate),
+    };
+    Ok((simple, 2))
+}
+
+/// A `\uXXXX` escape, or a pair of them spelling a surrogate pair.
+fn unicode_escape(text: &[u8], at: usize) -> Result<(char, usize), Unescape> {
+    let first = hex4(text, at).ok_or(Unescape::LoneSurrogate)?;
+    let code = match first {
+        0xd800..=0xdbff => {
+            let low = match (text.get(at + 4..at + 6), hex4(text, at + 6)) {
+                (Some(b"\\u"), Some(low @ 0xdc00..=0xdfff)) => low,
+                _ => return Err(Unescape::LoneSurrogate),
+            };
+            let code = 0x10000 + ((first - 0xd800) << 10) + (low - 0xdc00);
+            return char::from_u32(code).map(|ch| (ch, 12)).ok_or(Unescape::LoneSurrogate);
+        }
+        code => code,
+    };
+    char::from_u32(code).map(|ch| (ch, 6)).ok_or(Unescape::LoneSurrogate)
+}
+
+/// The value of four hex digits at `text[at..]`.
+fn hex4(text: &[u8], at: usize) -> Option<u32> {
+    let digits = text.get(at..at + 4)?;
+    digits.iter().try_fold(0u32, |acc, &b| Some(acc << 4 | char::from(b).to_digit(16)?))
+}
+
+/// Reads a JSON text front to back, one token at a time. Each method
+/// returns `false` or `None` when the text is not strict JSON there; the
+/// caller then refuses the whole text.
+pub struct Reader<'a> {
+    text: &'a str,
     at: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Reader<'a> {
+    /// A reader at the start of `json`, or `None` when it is not UTF-8.
+    pub fn new(json: &'a [u8]) -> Option<Self> {
+        core::str::from_utf8(json).ok().map(|text| Reader { text, at: 0 })
+    }
+
     #[inline(always)] // opt-level "z" would otherwise make this a call per byte
     fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+        self.text.as_bytes().get(self.at).copied()
     }
 
     #[inline(always)]
@@ -43,123 +139,165 @@ impl Parser<'_> {
         Some(byte)
     }
 
+    /// Eats `byte` when it comes next.
     #[inline(always)]
-    fn eat(&mut self, byte: u8) -> bool {
+    pub fn eat(&mut self, byte: u8) -> bool {
         let found = self.peek() == Some(byte);
         self.at += usize::from(found);
         found
     }
 
+    /// Skips the whitespace JSON allows between tokens.
     #[inline(always)]
-    fn skip_whitespace(&mut self) {
+    pub fn skip_whitespace(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
         }
     }
 
-    fn value(&mut self, depth: usize) -> bool {
+    /// True when only whitespace is left.
+    pub fn at_end(&mut self) -> bool {
+        self.skip_whitespace();
+        self.at == self.text.len()
+    }
+
+    /// After a member or an element: eats the `,` (true: another follows)
+    /// or the closing bracket `close` (false), and the whitespace after a
+    /// comma; `None` when neither comes.
+    pub fn more(&mut self, close: u8) -> Option<bool> {
+        self.skip_whitespace();
+        if self.eat(close) {
+            return Some(false);
+        }
+        if !self.eat(b',') {
+            return None;
+        }
+        self.skip_whitespace();
+        Some(true)
+    }
+
+    /// Opens a container with `open`: true when it is not empty (an empty
+    /// one is read to its closing bracket `close`). `None` when the next
+    /// token is not `open`.
+    pub fn open(&mut self, open: u8, close: u8) -> Option<bool> {
+        if !self.eat(open) {
+            return None;
+        }
+        self.skip_whitespace();
+        Some(!self.eat(close))
+    }
+
+    /// Reads a member's name and its colon, and the whitespace around it.
+    pub fn name(&mut self) -> Option<RawString<'a>> {
+        let name = self.string()?;
+        self.skip_whitespace();
+        self.eat(b':').then_some(())?;
+        self.skip_whitespace();
+        Some(name)
+    }
+
+    /// Eats `null` when it comes next.
+    pub fn null(&mut self) -> bool {
+        self.literal(b"null")
+    }
+
+    /// Reads a number and returns its text (RFC 8259 section 6 grammar).
+    pub fn number(&mut self) -> Option<&'a [u8]> {
+        let start = self.at;
+        self.eat(b'-');
+        match self.next() {
+            Some(b'0') => {}
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.') && !self.some_digits() {
+            return None;
+        }
+        if self.eat(b'e') || self.eat(b'E') {
+            let _ = self.eat(b'+') || self.eat(b'-');
+            if !self.some_digits() {
+                return None;
+            }
+        }
+        Some(&self.text.as_bytes()[start..self.at])
+    }
+
+    /// Reads a string and returns it as written, its escapes checked.
+    pub fn string(&mut self) -> Option<RawString<'a>> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            // Plain characters in one tight scan; stop at a quote, an escape
+            // or a control character.
+            let rest = &self.text.as_bytes()[self.at..];
+            self.at += rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len());
+            match self.next() {
+                Some(b'"') => {
+                    // Quotes are ASCII, so both ends are character boundaries.
+                    let text = self.text.get(start..self.at - 1)?;
+                    return Some(RawString { text, escaped });
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match self.next() {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {}
+                        Some(b'u') => {
+                            for _ in 0..4 {
+                                self.next().filter(u8::is_ascii_hexdigit)?;
+                            }
+                        }
+                        _ => return None,
+                    }
+                }
+                // A control character, or the end of the text.
+                _ => return None,
+            }
+        }
+    }
+
+    /// Reads any value at nesting `depth` (the containers around it) and
+    /// checks it, without keeping it.
+    pub fn skip_value(&mut self, depth: usize) -> bool {
         match self.peek() {
-            Some(b'{') => self.container(depth + 1, b'}', true),
-            Some(b'[') => self.container(depth + 1, b']', false),
-            Some(b'"') => self.string(),
+            Some(b'{') => self.container(depth + 1, b'{', b'}', true),
+            Some(b'[') => self.container(depth + 1, b'[', b']', false),
+            Some(b'"') => self.string().is_some(),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
-            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'-' | b'0'..=b'9') => self.number().is_some(),
             _ => false,
         }
     }
 
     /// An object (`keyed`) or an array, the opening bracket not yet eaten.
-    fn container(&mut self, depth: usize, close: u8, keyed: bool) -> bool {
+    fn container(&mut self, depth: usize, open: u8, close: u8, keyed: bool) -> bool {
         if depth > MAX_DEPTH {
             return false;
         }
-        self.at += 1;
-        self.skip_whitespace();
-        if self.eat(close) {
-            return true;
-        }
-        loop {
-            if keyed {
-                if !self.string() {
-                    return false;
-                }
-                self.skip_whitespace();
-                if !self.eat(b':') {
-                    return false;
-                }
-                self.skip_whitespace();
-            }
-            if !self.value(depth) {
+        let mut more = self.open(open, close);
+        while more == Some(true) {
+            if keyed && self.name().is_none() {
                 return false;
             }
-            self.skip_whitespace();
-            if self.eat(close) {
-                return true;
-            }
-            if !self.eat(b',') {
+            if !self.skip_value(depth) {
                 return false;
             }
-            self.skip_whitespace();
+            more = self.more(close);
         }
-    }
-
-    fn string(&mut self) -> bool {
-        if !self.eat(b'"') {
-            return false;
-        }
-        loop {
-            // Plain characters in one tight scan; stop at a quote, an escape
-            // or a control character.
-            let rest = self.text.get(self.at..).unwrap_or(&[]);
-            self.at += rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len());
-            match self.next() {
-                Some(b'"') => return true,
-                Some(b'\\') => match self.next() {
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {}
-                    Some(b'u') => {
-                        for _ in 0..4 {
-                            if !self.next().is_some_and(|b| b.is_ascii_hexdigit()) {
-                                return false;
-                            }
-                        }
-                    }
-                    _ => return false,
-                },
-                Some(0x20..) => {}
-                // A control character, or the end of the text.
-                _ => return false,
-            }
-        }
+        more.is_some()
     }
 
     fn literal(&mut self, word: &[u8]) -> bool {
         let end = self.at + word.len();
-        let found = self.text.get(self.at..end) == Some(word);
+        let found = self.text.as_bytes().get(self.at..end) == Some(word);
         if found {
             self.at = end;
         }
         found
-    }
-
-    fn number(&mut self) -> bool {
-        self.eat(b'-');
-        match self.next() {
-            Some(b'0') => {}
-            Some(b'1'..=b'9') => self.digits(),
-            _ => return false,
-        }
-        if self.eat(b'.') && !self.some_digits() {
-            return false;
-        }
-        if self.eat(b'e') || self.eat(b'E') {
-            let _ = self.eat(b'+') || self.eat(b'-');
-            if !self.some_digits() {
-                return false;
-            }
-        }
-        true
     }
 
     fn digits(&mut self) {
@@ -227,5 +365,48 @@ mod tests {
         assert!(!is_strict(nested(10_000).as_bytes()), "deep input is refused, not a stack overflow");
         let objects = std::format!("{}1{}", "{\"a\":".repeat(MAX_DEPTH), "}".repeat(MAX_DEPTH));
         assert!(is_strict(objects.as_bytes()));
+    }
+
+    fn decoded(json: &str) -> Result<std::string::String, Unescape> {
+        let raw = Reader::new(json.as_bytes()).and_then(|mut r| r.string()).expect("a valid string");
+        let mut out = std::vec![0u8; raw.text.len()];
+        unescape(raw, &mut out).map(Into::into)
+    }
+
+    #[test]
+    fn unescapes_every_escape_of_rfc8259_section_7() {
+        assert_eq!(decoded(r#""https:\/\/a.example""#), Ok("https://a.example".into()));
+        assert_eq!(decoded(r#""\"\\\/\b\f\n\r\t""#), Ok("\"\\/\u{8}\u{c}\n\r\t".into()));
+        assert_eq!(decoded(r#""\u006frders""#), Ok("orders".into()));
+        assert_eq!(decoded(r#""z\u00EB \u20ac""#), Ok("zë €".into()));
+        assert_eq!(decoded(r#""\ud834\udd1e!""#), Ok("\u{1d11e}!".into()), "a surrogate pair (G clef)");
+        assert_eq!(decoded(r#""a\u0000b""#), Ok("a\0b".into()), "NUL is text; its users judge it");
+        assert_eq!(decoded("\"plain zoë\""), Ok("plain zoë".into()));
+    }
+
+    #[test]
+    fn a_lone_surrogate_cannot_be_decoded() {
+        for json in [r#""\ud834""#, r#""\udd1e""#, r#""\ud834x""#, r#""\ud834\u0041""#, r#""\udd1e\ud834""#] {
+            assert_eq!(decoded(json), Err(Unescape::LoneSurrogate), "{json}");
+        }
+    }
+
+    #[test]
+    fn decoding_never_writes_past_its_buffer() {
+        let raw = RawString { text: r"\u00e9\u00e9", escaped: true };
+        let mut out = [0u8; 3];
+        assert_eq!(unescape(raw, &mut out), Err(Unescape::TooLong));
+        let raw = RawString { text: r"abcd\n", escaped: true };
+        assert_eq!(unescape(raw, &mut out), Err(Unescape::TooLong));
+    }
+
+    #[test]
+    fn the_reader_returns_strings_and_numbers_as_written() {
+        let mut reader = Reader::new(br#"{"a\n":-1.5e+3}"#).expect("UTF-8");
+        assert_eq!(reader.open(b'{', b'}'), Some(true));
+        assert_eq!(reader.name(), Some(RawString { text: r"a\n", escaped: true }));
+        assert_eq!(reader.number(), Some(&b"-1.5e+3"[..]));
+        assert_eq!(reader.more(b'}'), Some(false));
+        assert!(reader.at_end());
     }
 }

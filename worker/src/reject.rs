@@ -125,8 +125,10 @@ rejections! {
     /// `Bearer` without a token, a tab after the scheme, or characters that
     /// RFC 6750's b64token does not allow.
     MalformedAuthorization => (400, REQUEST, "malformed authorization header"),
-    /// The token is longer than the 256-byte token buffer.
-    TokenTooLong => (401, TOKEN, "token longer than 256 bytes"),
+    /// The token is longer than `max_token_bytes` of the config (256 by
+    /// default). The reason names no number, so that every build answers
+    /// alike whatever its setting.
+    TokenTooLong => (401, TOKEN, "token longer than the gateway accepts"),
     /// The token is not three dot-separated parts.
     MalformedToken => (401, TOKEN, "token is not a compact JWS"),
     /// A part holds a character outside base64url, padding, or non-canonical bits.
@@ -154,9 +156,9 @@ rejections! {
     /// not an object of the expected shape (wrong types, duplicate keys, too
     /// many audiences).
     MalformedClaims => (401, TOKEN, "malformed claims"),
-    /// A string the gateway compares or forwards uses a JSON escape, which
-    /// could spell one value two ways.
-    EscapedString => (401, TOKEN, "escaped strings not accepted in aud or sub"),
+    /// `iss`, `sub` or `aud` holds a `\uXXXX` escape naming half a surrogate
+    /// pair: no Unicode text can hold it, so it cannot be compared or forwarded.
+    LoneSurrogate => (401, TOKEN, "lone surrogate escape in a claim"),
     /// No `exp` claim.
     MissingExpiry => (401, TOKEN, "exp claim required"),
     /// `exp` plus leeway is in the past.
@@ -209,7 +211,7 @@ mod tests {
         (Rejection::UnsupportedScheme, 401, "", "authorization scheme must be Bearer"),
         (Rejection::DuplicateAuthorization, 400, "invalid_request", "more than one authorization header"),
         (Rejection::MalformedAuthorization, 400, "invalid_request", "malformed authorization header"),
-        (Rejection::TokenTooLong, 401, "invalid_token", "token longer than 256 bytes"),
+        (Rejection::TokenTooLong, 401, "invalid_token", "token longer than the gateway accepts"),
         (Rejection::MalformedToken, 401, "invalid_token", "token is not a compact JWS"),
         (Rejection::BadEncoding, 401, "invalid_token", "token is not canonical base64url"),
         (Rejection::MalformedHeader, 401, "invalid_token", "malformed token header"),
@@ -221,7 +223,7 @@ mod tests {
         (Rejection::MissingSignature, 401, "invalid_token", "signature missing"),
         (Rejection::BadSignature, 401, "invalid_token", "signature mismatch"),
         (Rejection::MalformedClaims, 401, "invalid_token", "malformed claims"),
-        (Rejection::EscapedString, 401, "invalid_token", "escaped strings not accepted in aud or sub"),
+        (Rejection::LoneSurrogate, 401, "invalid_token", "lone surrogate escape in a claim"),
         (Rejection::MissingExpiry, 401, "invalid_token", "exp claim required"),
         (Rejection::Expired, 401, "invalid_token", "token expired"),
         (Rejection::NotYetValid, 401, "invalid_token", "token not yet valid"),

@@ -9,15 +9,18 @@
 //! lengths, codings other than `chunked`). The bearer token is found in
 //! exactly one `Authorization` header, scheme `Bearer` (case-insensitive,
 //! RFC 7235 section 2.1) followed by one or more spaces (RFC 6750 section
-//! 2.1), and copied into a fixed 256-byte buffer.
+//! 2.1), at most `max_token_bytes` long (256 by default). The token is not
+//! copied: it stays in the fixed input buffer, a slice of the head like
+//! every other field.
 
 use crate::reject::Rejection;
 
 /// The most header fields a request head may carry.
 pub const MAX_HEADERS: usize = 64;
 
-/// The longest token the gateway accepts, in bytes.
-pub const TOKEN_CAPACITY: usize = 256;
+/// The longest token the gateway accepts, in bytes: `max_token_bytes` of
+/// the config (256 by default, at most 8 KiB), fixed at build time.
+pub const TOKEN_CAPACITY: usize = crate::config::MAX_TOKEN_BYTES;
 
 /// A parsed request head: slices of the input, nothing copied.
 #[derive(Debug, Clone, Copy)]
@@ -129,52 +132,25 @@ pub fn trim_ows(value: &[u8]) -> &[u8] {
     &value[start..end]
 }
 
-/// A bearer token copied out of the request head into a fixed buffer.
-pub struct TokenBuf {
-    bytes: [u8; TOKEN_CAPACITY],
-    len: usize,
-}
-
-impl TokenBuf {
-    /// An empty buffer.
-    pub const fn new() -> Self {
-        TokenBuf { bytes: [0; TOKEN_CAPACITY], len: 0 }
-    }
-
-    /// The token.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    fn set(&mut self, token: &[u8]) -> Result<(), Rejection> {
-        let slot = self.bytes.get_mut(..token.len()).ok_or(Rejection::TokenTooLong)?;
-        slot.copy_from_slice(token);
-        self.len = token.len();
-        Ok(())
-    }
-}
-
-impl Default for TokenBuf {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Copies the bearer token of `head` into `token`.
-pub fn bearer(head: &Head<'_, '_>, token: &mut TokenBuf) -> Result<(), Rejection> {
+/// The bearer token of `head`, at most `max_len` bytes.
+pub fn bearer<'b>(head: &Head<'b, '_>, max_len: usize) -> Result<&'b [u8], Rejection> {
     let mut values = head.named("authorization");
     let value = values.next().ok_or(Rejection::MissingAuthorization)?;
     if values.next().is_some() {
         return Err(Rejection::DuplicateAuthorization);
     }
-    token.set(bearer_credentials(value)?)
+    let token = bearer_credentials(value)?;
+    match token.len() <= max_len {
+        true => Ok(token),
+        false => Err(Rejection::TokenTooLong),
+    }
 }
 
-/// Parses `head` and copies its bearer token into `token`: the parse phase
-/// alone, for benchmarks and fuzzing.
-pub fn extract_bearer(head: &[u8], token: &mut TokenBuf) -> Result<(), Rejection> {
+/// Parses `head` and returns its bearer token: the parse phase alone, for
+/// benchmarks and fuzzing.
+pub fn extract_bearer(head: &[u8], max_len: usize) -> Result<&[u8], Rejection> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    bearer(&parse(head, &mut fields)?, token)
+    bearer(&parse(head, &mut fields)?, max_len)
 }
 
 /// The token of an `Authorization: Bearer <token>` value.
@@ -193,13 +169,10 @@ fn bearer_credentials(value: &[u8]) -> Result<&[u8], Rejection> {
     // Characters first: a runtime that joins repeated headers with ", "
     // (workerd, fetch) turns two tokens into one long value, which is a
     // malformed request (400), not a long token.
-    if !is_b64token(token) {
-        return Err(Rejection::MalformedAuthorization);
+    match is_b64token(token) {
+        true => Ok(token),
+        false => Err(Rejection::MalformedAuthorization),
     }
-    if token.len() > TOKEN_CAPACITY {
-        return Err(Rejection::TokenTooLong);
-    }
-    Ok(token)
 }
 
 /// RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
@@ -215,9 +188,10 @@ fn is_b64token(token: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    const MAX: usize = 256;
+
     fn extract(head: &str) -> Result<std::vec::Vec<u8>, Rejection> {
-        let mut token = TokenBuf::new();
-        extract_bearer(head.as_bytes(), &mut token).map(|()| token.as_bytes().to_vec())
+        extract_bearer(head.as_bytes(), MAX).map(<[u8]>::to_vec)
     }
 
     fn with_auth(value: &str) -> std::string::String {
@@ -271,9 +245,9 @@ mod tests {
         obs_fold: with_auth("Bearer a\r\nX-A: a\r\n b") => Err(Rejection::MalformedRequest);
         utf8_in_value_kept: with_auth("Bearer a\r\nX-A: \u{10d}\u{10a}") => Ok(b"a".to_vec());
         non_ascii_field_name: with_auth("Bearer a\r\nX-\u{10d}: 1") => Err(Rejection::MalformedRequest);
-        token_of_256_bytes_fits: with_auth(&std::format!("Bearer {}", "a".repeat(256))) => Ok(std::vec![b'a'; 256]);
-        token_of_257_bytes: with_auth(&std::format!("Bearer {}", "a".repeat(257))) => Err(Rejection::TokenTooLong);
-        joined_duplicates_are_malformed: with_auth(&std::format!("Bearer {0}, Bearer {0}", "a".repeat(200))) => Err(Rejection::MalformedAuthorization);
+        token_filling_the_buffer_fits: with_auth(&std::format!("Bearer {}", "a".repeat(TOKEN_CAPACITY))) => Ok(std::vec![b'a'; TOKEN_CAPACITY]);
+        token_one_byte_over: with_auth(&std::format!("Bearer {}", "a".repeat(TOKEN_CAPACITY + 1))) => Err(Rejection::TokenTooLong);
+        joined_duplicates_are_malformed: with_auth(&std::format!("Bearer {0}, Bearer {0}", "a".repeat(TOKEN_CAPACITY * 3 / 4))) => Err(Rejection::MalformedAuthorization);
         truncated_head: "GET / HTTP/1.1\r\nAuthorization: Bearer a.b.c\r\n" => Err(Rejection::IncompleteRequest);
         truncated_request_line: "GET / HT" => Err(Rejection::IncompleteRequest);
         empty_head: "" => Err(Rejection::IncompleteRequest);

@@ -396,7 +396,7 @@ fn stages(v: &mut Values, r: &Results) {
     let mut table = Table::new([left("stage"), left("function"), right("time"), right("share of the whole")]);
     let mut sum = Some(0.0);
     for (what, function, id) in [
-        ("parse the head, find and copy the token", "request::extract_bearer", ids::STAGE_PARSE_HEAD),
+        ("parse the head, find the token", "request::extract_bearer", ids::STAGE_PARSE_HEAD),
         ("split into three parts (alphabet check)", "jws::split", ids::STAGE_SPLIT),
         (
             "base64url: header, claims, signature",

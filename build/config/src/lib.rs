@@ -38,6 +38,19 @@ pub const MAX_LEEWAY_SECS: u64 = 3600;
 /// The most proxy hops in front of the gateway that a config may trust.
 pub const MAX_TRUSTED_PROXY_HOPS: u32 = 16;
 
+/// The token buffer's size when the config does not set `max_token_bytes`:
+/// the design's 256 bytes, which holds service-to-service HS256 tokens.
+pub const DEFAULT_MAX_TOKEN_BYTES: usize = 256;
+
+/// The bounds of `max_token_bytes`. Below 256 the buffer would refuse the
+/// service tokens the gateway was designed for and save nothing (memory
+/// comes in 64 KiB pages). Above 8 KiB the token would crowd the 16 KiB
+/// request head the module accepts, and pass the 8 KiB per-field limit that
+/// proxies in front of a gateway commonly apply (NGINX's default
+/// `large_client_header_buffers`); identity providers' tokens are 0.6 to
+/// 1.5 KB.
+pub const TOKEN_BYTES_RANGE: std::ops::RangeInclusive<usize> = 256..=8192;
+
 /// The most characters a realm, issuer, kid, audience or upstream may have:
 /// the worker writes them into fixed buffers.
 pub const MAX_TEXT_LEN: usize = 200;
@@ -54,6 +67,8 @@ pub struct GatewayConfig {
     /// Proxy hops in front of the gateway whose `X-Forwarded-For` is kept
     /// (the peer is appended); 0, the default, replaces it.
     pub trusted_proxy_hops: u32,
+    /// The longest bearer token accepted, in bytes (in [`TOKEN_BYTES_RANGE`]).
+    pub max_token_bytes: usize,
     /// HS256 secrets by key id, in config order.
     pub keys: Vec<KeyConfig>,
     /// RS256, ES256 and EdDSA public keys by key id, in config order (a
@@ -169,6 +184,8 @@ pub enum ConfigErrorKind {
     LeewayTooLarge(u64),
     /// `trusted_proxy_hops` is above [`MAX_TRUSTED_PROXY_HOPS`].
     TooManyTrustedHops(u32),
+    /// `max_token_bytes` is outside [`TOKEN_BYTES_RANGE`].
+    TokenBytesOutOfRange(u64),
     /// No `[[keys]]` entry.
     NoKeys,
     /// No `[[routes]]` entry.
@@ -209,6 +226,12 @@ impl fmt::Display for ConfigError {
             ConfigErrorKind::TooManyTrustedHops(n) => {
                 write!(f, "trusted_proxy_hops = {n} is above the maximum of {MAX_TRUSTED_PROXY_HOPS}")
             }
+            ConfigErrorKind::TokenBytesOutOfRange(n) => write!(
+                f,
+                "max_token_bytes = {n} is outside {}..={}",
+                TOKEN_BYTES_RANGE.start(),
+                TOKEN_BYTES_RANGE.end()
+            ),
             ConfigErrorKind::NoKeys => write!(f, "no [[keys]] entry: at least one key is needed"),
             ConfigErrorKind::NoRoutes => {
                 write!(f, "no [[routes]] entry: at least one route is needed")
@@ -295,6 +318,8 @@ struct RawConfig {
     leeway_secs: u64,
     #[serde(default)]
     trusted_proxy_hops: u32,
+    #[serde(default = "default_max_token_bytes")]
+    max_token_bytes: u64,
     #[serde(default)]
     keys: Vec<RawKey>,
     #[serde(default)]
@@ -333,6 +358,10 @@ fn default_leeway() -> u64 {
     30
 }
 
+fn default_max_token_bytes() -> u64 {
+    DEFAULT_MAX_TOKEN_BYTES as u64
+}
+
 /// Reads and validates the configuration at `path`, taking key material from
 /// the process environment and from files relative to the config's folder.
 pub fn load(path: &Path) -> Result<GatewayConfig, ConfigError> {
@@ -365,6 +394,10 @@ pub fn parse(
     if raw.trusted_proxy_hops > MAX_TRUSTED_PROXY_HOPS {
         return Err(fail(ConfigErrorKind::TooManyTrustedHops(raw.trusted_proxy_hops)));
     }
+    let max_token_bytes = usize::try_from(raw.max_token_bytes)
+        .ok()
+        .filter(|n| TOKEN_BYTES_RANGE.contains(n))
+        .ok_or_else(|| fail(ConfigErrorKind::TokenBytesOutOfRange(raw.max_token_bytes)))?;
     if raw.keys.is_empty() {
         return Err(fail(ConfigErrorKind::NoKeys));
     }
@@ -418,6 +451,7 @@ pub fn parse(
         issuer: raw.issuer,
         leeway_secs: raw.leeway_secs,
         trusted_proxy_hops: raw.trusted_proxy_hops,
+        max_token_bytes,
         keys,
         public_keys,
         routes,
@@ -636,6 +670,7 @@ impl GatewayConfig {
         out.push_str(&format!("    issuer: {:?},\n", self.issuer.as_deref()));
         out.push_str(&format!("    leeway_secs: {},\n", self.leeway_secs));
         out.push_str(&format!("    trusted_proxy_hops: {},\n", self.trusted_proxy_hops));
+        out.push_str(&format!("    max_token_bytes: {},\n", self.max_token_bytes));
         out.push_str("    keys: &[\n");
         for key in &self.keys {
             let (inner, outer) = hmac_key::hmac_sha256_states(&key.secret);
@@ -657,6 +692,14 @@ impl GatewayConfig {
             ));
         }
         out.push_str("    ],\n};\n");
+        out.push_str(&format!(
+            "/// The token buffer's size (`max_token_bytes`).\npub const MAX_TOKEN_BYTES: usize = {};\n",
+            self.max_token_bytes
+        ));
+        out.push_str(&format!(
+            "/// The largest `max_token_bytes` any config may set.\npub const MAX_TOKEN_BYTES_LIMIT: usize = {};\n",
+            TOKEN_BYTES_RANGE.end()
+        ));
         out.push_str(&format!(
             "/// True when this build carries the inline demo key.\npub const DEMO_KEY_COMPILED: bool = {};\n",
             self.has_demo_key()
@@ -740,6 +783,20 @@ mod tests {
         assert_eq!(config.routes[0].base_path(), "/api/v1");
         assert_eq!(config.routes[1].origin(), "http://127.0.0.1:1");
         assert_eq!(config.routes[1].base_path(), "");
+    }
+
+    #[test]
+    fn max_token_bytes_defaults_to_256_and_is_bounded() {
+        assert_eq!(parse_with(&minimal(""), &[]).expect("valid").max_token_bytes, 256);
+        for n in [256, 2048, 8192] {
+            let text = format!("max_token_bytes = {n}\n{}", minimal(""));
+            assert_eq!(parse_with(&text, &[]).expect("valid").max_token_bytes, n);
+        }
+        for n in ["255", "8193", "0", "18446744073709551615"] {
+            let text = format!("max_token_bytes = {n}\n{}", minimal(""));
+            assert_eq!(err_line(&text), format!("test.toml: max_token_bytes = {n} is outside 256..=8192"));
+        }
+        assert!(err_line(&format!("max_token_bytes = -1\n{}", minimal(""))).starts_with("test.toml: "));
     }
 
     #[test]
@@ -857,5 +914,8 @@ mod tests {
         assert!(rust.contains("Route { audience: \"b\", origin: \"http://127.0.0.1:1\", base_path: \"\" }"));
         assert!(rust.contains("trusted_proxy_hops: 0,"));
         assert!(rust.contains("DEMO_KEY_COMPILED: bool = true"));
+        assert!(rust.contains("MAX_TOKEN_BYTES: usize = 256;"));
+        assert!(rust.contains("max_token_bytes: 256,"));
+        assert!(rust.contains("MAX_TOKEN_BYTES_LIMIT: usize = 8192;"));
     }
 }

@@ -1,11 +1,11 @@
-// ES256 and EdDSA tokens through the module built with every algorithm
+// RS256, ES256 and EdDSA tokens through the module built with every algorithm
 // (target/fixture/gateway-algorithms.wasm, from testkit/fixture-algorithms.toml
 // by `make fixture`) on workerd and, when it is built, `host-sim serve`:
 // a token signed with the JWKS document's key is forwarded, a flipped
 // signature bit and an HS256 header naming the public key are refused.
 // Tokens are signed here with node:crypto and the test keys of
-// testkit/keys/ (RFC 7515 A.3, RFC 8037 A). RS256 tokens are longer than
-// the default 256-byte token buffer, so they are not sent here.
+// testkit/keys/ (RFC 7515 A.2 and A.3, RFC 8037 A, a 3072-bit RSA key); the
+// fixture accepts tokens up to 2048 bytes (max_token_bytes), as RS256 needs.
 //
 //   make fixture && node --test deploy/workerd/test/algorithms.test.mjs
 import assert from "node:assert/strict";
@@ -21,13 +21,22 @@ const ORIGINS = [...new Set(config.routes.map((r) => r.origin))];
 const b64url = (buf) => Buffer.from(buf).toString("base64url");
 const key = (name) => createPrivateKey(readFileSync(join(ROOT, "testkit", "keys", name)));
 
-/** A compact JWS: ES256 as JOSE r || s (IEEE P1363), EdDSA as R || S. */
+/** The private half of each test key, by kid (testkit/keys/README.md). */
+const PRIVATE_KEYS = {
+  "rsa-a2": "rs256-rfc7515.key.pem",
+  "rsa-3072": "rs256-3072.key.pem",
+  "ec-a3": "es256-rfc7515.key.pem",
+  "ed-8037": "eddsa-rfc8037.key.pem",
+};
+
+/** A compact JWS: RS256 as PKCS#1 v1.5, ES256 as JOSE r || s (IEEE P1363), EdDSA as R || S. */
 function mint(alg, kid, claims) {
-  const input = `${b64url(JSON.stringify({ alg, kid }))}.${b64url(JSON.stringify(claims))}`;
+  const input = Buffer.from(`${b64url(JSON.stringify({ alg, kid }))}.${b64url(JSON.stringify(claims))}`);
+  const privateKey = key(PRIVATE_KEYS[kid]);
   const signature =
-    alg === "ES256"
-      ? sign("sha256", Buffer.from(input), { key: key("es256-rfc7515.key.pem"), dsaEncoding: "ieee-p1363" })
-      : sign(null, Buffer.from(input), key("eddsa-rfc8037.key.pem"));
+    alg === "EdDSA"
+      ? sign(null, input, privateKey)
+      : sign("sha256", input, alg === "ES256" ? { key: privateKey, dsaEncoding: "ieee-p1363" } : privateKey);
   return `${input}.${b64url(signature)}`;
 }
 
@@ -36,13 +45,13 @@ const request = (token) => `GET /profile HTTP/1.1\r\nHost: gateway.test\r\nAutho
 const flip = (t) => t.slice(0, -2) + (t.at(-2) === "A" ? "B" : "A") + t.at(-1);
 
 const CASES = [];
-for (const [alg, kid] of [["ES256", "ec-a3"], ["EdDSA", "ed-8037"]]) {
+for (const [alg, kid] of [["RS256", "rsa-a2"], ["RS256", "rsa-3072"], ["ES256", "ec-a3"], ["EdDSA", "ed-8037"]]) {
   const token = mint(alg, kid, claims);
-  CASES.push({ name: `${alg} forwarded`, token, status: 200 });
-  CASES.push({ name: `${alg} with a flipped signature bit`, token: flip(token), status: 401, reason: "signature mismatch" });
+  CASES.push({ name: `${alg} (${kid}) forwarded`, token, status: 200 });
+  CASES.push({ name: `${alg} (${kid}) with a flipped signature bit`, token: flip(token), status: 401, reason: "signature mismatch" });
   const [, payload, signature] = token.split(".");
   const confused = `${b64url(JSON.stringify({ alg: "HS256", kid }))}.${payload}.${signature.slice(0, 43)}`;
-  CASES.push({ name: `HS256 naming the ${alg} key`, token: confused, status: 401, reason: "alg not accepted for this key" });
+  CASES.push({ name: `HS256 naming the ${alg} key ${kid}`, token: confused, status: 401, reason: "alg not accepted for this key" });
 }
 
 const hostSimHelp = hostSimServeHelp();

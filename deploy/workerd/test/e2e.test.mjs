@@ -97,7 +97,7 @@ const CASES = [
   { name: "alg hs256 (case variant)", req: head("GET", "/", [bearer(tok({ aud: "orders" }, { alg: "hs256", kid: config.kid }))]), status: 401, error: "invalid_token" },
   { name: "unknown kid", req: head("GET", "/", [bearer(tok({ aud: "orders" }, { alg: "HS256", kid: "nope" }))]), status: 401, error: "invalid_token" },
   { name: "crit header", req: head("GET", "/", [bearer(tok({ aud: "orders" }, { alg: "HS256", kid: config.kid, crit: ["exp"] }))]), status: 401, error: "invalid_token" },
-  { name: "token longer than 256 bytes", req: head("GET", "/", [bearer(tok({ aud: "orders", sub: "x".repeat(300) }))]), status: 401, error: "invalid_token" },
+  { name: "token longer than max_token_bytes", req: head("GET", "/", [bearer(tok({ aud: "orders", sub: "x".repeat(config.maxTokenBytes) }))]), status: 401, error: "invalid_token" },
   { name: "not a compact JWS", req: head("GET", "/", [bearer("abc.def")]), status: 401, error: "invalid_token" },
   { name: "Bearer without a token", req: head("GET", "/", ["Authorization: Bearer"]), status: 400, error: "invalid_request" },
   { name: "space inside the token", req: head("GET", "/", ["Authorization: Bearer a.b c"]), status: 400, error: "invalid_request" },

@@ -86,9 +86,10 @@ fn fixture_json(config: &GatewayConfig) -> String {
         .collect();
     let issuer = config.issuer.as_deref().map_or("null".to_owned(), quote);
     format!(
-        "{{\"realm\":{},\"issuer\":{issuer},\"leeway_secs\":{},\"keys\":[{}],\"routes\":[{}]}}\n",
+        "{{\"realm\":{},\"issuer\":{issuer},\"leeway_secs\":{},\"max_token_bytes\":{},\"keys\":[{}],\"routes\":[{}]}}\n",
         quote(&config.realm),
         config.leeway_secs,
+        config.max_token_bytes,
         keys.join(","),
         routes.join(",")
     )
