@@ -224,22 +224,26 @@ if skipped http; then echo "(http skipped)" | tee -a "$results/http-notes.txt"; 
   "$host_sim" upstream --listen "127.0.0.1:$up_port" >/dev/null 2>&1 &
   pids+=($!)
   wait_port "$up_port" upstream "${pids[-1]}" || die "the upstream did not start"
-  aud_upstream=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes[0].upstream' "$results/corpus.json")
-  aud=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes[0].aud' "$results/corpus.json")
+  # Every route goes to the one upstream, so every valid token of the mix,
+  # whatever its audience, is forwarded and answered 200.
+  read -r -a aud_overrides < <(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes
+    .map((r) => `--upstream-override ${r.aud}=http://127.0.0.1:${process.argv[2]}`).join(" ")' "$results/corpus.json" "$up_port")
+  origin_overrides=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).routes
+    .map((r) => `${new URL(r.upstream).origin}=http://127.0.0.1:${process.argv[2]}`).join(",")' "$results/corpus.json" "$up_port")
   targets=()
   hs_port=$(free_port)
   "$host_sim" serve --listen "127.0.0.1:$hs_port" --wasm dist/gateway.wasm \
-    --upstream-override "$aud=http://127.0.0.1:$up_port" >"$results/host-sim-serve.log" 2>&1 &
+    "${aud_overrides[@]}" >"$results/host-sim-serve.log" 2>&1 &
   pids+=($!)
   if wait_port "$hs_port" "host-sim serve" "${pids[-1]}"; then
     targets+=("host-sim serve|$hs_port")
-    echo "host-sim serve: \`$host_sim serve --listen 127.0.0.1:PORT --wasm dist/gateway.wasm --upstream-override $aud=http://127.0.0.1:UPSTREAM\` (its defaults: a fresh instance per request, epoch deadline, one worker thread per core)" >>"$results/http-notes.txt"
+    echo "host-sim serve: \`$host_sim serve --listen 127.0.0.1:PORT --wasm dist/gateway.wasm ${aud_overrides[*]//$up_port/UPSTREAM}\` (its defaults: a fresh instance per request, epoch deadline, one worker thread per core)" >>"$results/http-notes.txt"
   else
     echo "host-sim serve: not measured: it did not start ($(tail -1 "$results/host-sim-serve.log"))" | tee -a "$results/http-notes.txt"
   fi
   hr_port=$(free_port)
   "$host_sim" serve --listen "127.0.0.1:$hr_port" --wasm dist/gateway.wasm --isolation reuse \
-    --upstream-override "$aud=http://127.0.0.1:$up_port" >"$results/host-sim-serve-reuse.log" 2>&1 &
+    "${aud_overrides[@]}" >"$results/host-sim-serve-reuse.log" 2>&1 &
   pids+=($!)
   if wait_port "$hr_port" "host-sim serve --isolation reuse" "${pids[-1]}"; then
     targets+=("host-sim serve, reuse|$hr_port")
@@ -247,13 +251,13 @@ if skipped http; then echo "(http skipped)" | tee -a "$results/http-notes.txt"; 
   fi
   if [ -f deploy/workerd/config.capnp ] && [ -x node_modules/.bin/workerd ]; then
     wd_port=$(free_port)
-    GATEWAY_UPSTREAM_OVERRIDE="$aud_upstream=http://127.0.0.1:$up_port" \
+    GATEWAY_UPSTREAM_OVERRIDE="$origin_overrides" \
       node_modules/.bin/workerd serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$wd_port" \
       >"$results/workerd.log" 2>&1 &
     pids+=($!)
     if wait_port "$wd_port" workerd "${pids[-1]}"; then
       targets+=("workerd|$wd_port")
-      echo "workerd: \`GATEWAY_UPSTREAM_OVERRIDE=$aud_upstream=http://127.0.0.1:UPSTREAM node_modules/.bin/workerd serve deploy/workerd/config.capnp --socket-addr http=127.0.0.1:PORT\` (deploy/workerd's config, one isolate, instance reused)" >>"$results/http-notes.txt"
+      echo "workerd: \`GATEWAY_UPSTREAM_OVERRIDE=${origin_overrides//$up_port/UPSTREAM} node_modules/.bin/workerd serve deploy/workerd/config.capnp --socket-addr http=127.0.0.1:PORT\` (deploy/workerd's config, one isolate, instance reused)" >>"$results/http-notes.txt"
     else
       echo "workerd: not measured: it did not start ($(tail -1 "$results/workerd.log"))" | tee -a "$results/http-notes.txt"
     fi
