@@ -607,10 +607,13 @@ fn per_request_time_in_wasmtime() {
     // reused instance's cache of verified tokens never answers; the last
     // column presents one token again and again, which the cache answers
     // when the token is short enough for it.
-    let claims = |i: u32| serde_json::json!({"iss": ISSUER, "aud": "users", "exp": now + 600, "jti": i}).to_string();
+    let claims =
+        |i: u32| serde_json::json!({"iss": ISSUER, "aud": "users", "exp": now + 600, "jti": i}).to_string();
     let mut kinds: Vec<(String, Vec<String>)> = vec![(
         "HS256".to_owned(),
-        (0..rounds).map(|i| gateway_security::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &claims(i))).collect(),
+        (0..rounds)
+            .map(|i| gateway_security::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &claims(i)))
+            .collect(),
     )];
     for signer in signers() {
         let tokens = (0..rounds).map(|i| mint(&signer, &serde_json::from_str(&claims(i)).unwrap())).collect();
@@ -622,7 +625,12 @@ fn per_request_time_in_wasmtime() {
         match runtime.decide_fresh(heads[0].as_bytes(), now as f64).unwrap() {
             Decision::Forward(_) => {}
             Decision::Reject(r) => {
-                eprintln!("{name:<9} not measured: {} {} ({} token bytes)", r.status, r.reason, tokens[0].len());
+                eprintln!(
+                    "{name:<9} not measured: {} {} ({} token bytes)",
+                    r.status,
+                    r.reason,
+                    tokens[0].len()
+                );
                 continue;
             }
         }
@@ -641,7 +649,9 @@ fn per_request_time_in_wasmtime() {
             std::hint::black_box(runtime.decide_reused(&mut reusable, head.as_bytes(), now as f64).unwrap());
         });
         let again = per_request(&mut |_| {
-            std::hint::black_box(runtime.decide_reused(&mut reusable, heads[0].as_bytes(), now as f64).unwrap());
+            std::hint::black_box(
+                runtime.decide_reused(&mut reusable, heads[0].as_bytes(), now as f64).unwrap(),
+            );
         });
         eprintln!(
             "{name:<9} fresh {fresh:>8.1} us   reused {reused:>8.1} us   reused, same token again {again:>8.1} us   ({} token bytes)",
