@@ -1,7 +1,8 @@
 // RS256, ES256 and EdDSA tokens through the module built with every algorithm
 // (target/fixture/gateway-algorithms.wasm, from testkit/fixture-algorithms.toml
 // by `make fixture`) on workerd and, when it is built, `host-sim serve`:
-// a token signed with the JWKS document's key is forwarded, a flipped
+// a token signed with the JWKS document's key is forwarded (the RS256 ones
+// shaped like an identity provider's access token, about 1 KB), a flipped
 // signature bit and an HS256 header naming the public key are refused.
 // Tokens are signed here with node:crypto and the test keys of
 // testkit/keys/ (RFC 7515 A.2 and A.3, RFC 8037 A, a 3072-bit RSA key); the
@@ -41,13 +42,28 @@ function mint(alg, kid, claims) {
 }
 
 const claims = { iss: config.issuer, aud: "users", exp: Math.floor(Date.now() / 1000) + 3600 };
+// An access token shaped like an identity provider's (Keycloak's layout:
+// scope, azp, nested role claims), about 1 KB once RS256-signed.
+const providerClaims = {
+  ...claims,
+  iat: claims.exp - 3600,
+  jti: "7f1c2a9e-4b3d-4e8f-9a0b-1c2d3e4f5a6b",
+  sub: "f4a1c0de-2b7e-4c3a-9d8e-5f6a7b8c9d0e",
+  typ: "Bearer",
+  azp: "orders-web",
+  scope: "openid profile email orders:read orders:write",
+  realm_access: { roles: ["offline_access", "uma_authorization", "orders-reader"] },
+  resource_access: { "orders-web": { roles: ["manage-orders", "view-reports"] } },
+  email_verified: true,
+  preferred_username: "alice",
+};
 const request = (token) => `GET /profile HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`;
 const flip = (t) => t.slice(0, -2) + (t.at(-2) === "A" ? "B" : "A") + t.at(-1);
 
 const CASES = [];
 for (const [alg, kid] of [["RS256", "rsa-a2"], ["RS256", "rsa-3072"], ["ES256", "ec-a3"], ["EdDSA", "ed-8037"]]) {
-  const token = mint(alg, kid, claims);
-  CASES.push({ name: `${alg} (${kid}) forwarded`, token, status: 200 });
+  const token = mint(alg, kid, alg === "RS256" ? providerClaims : claims);
+  CASES.push({ name: `${alg} (${kid}) forwarded (${token.length} bytes)`, token, status: 200, subject: alg === "RS256" ? providerClaims.sub : null });
   CASES.push({ name: `${alg} (${kid}) with a flipped signature bit`, token: flip(token), status: 401, reason: "signature mismatch" });
   const [, payload, signature] = token.split(".");
   const confused = `${b64url(JSON.stringify({ alg: "HS256", kid }))}.${payload}.${signature.slice(0, 43)}`;
@@ -85,6 +101,7 @@ describe(
           if (c.status === 200) {
             const seen = JSON.parse(answer.body);
             assert.equal(seen.target, "/profile", name);
+            assert.equal(seen.subject, c.subject, name);
             assert.equal(seen.authorization, null, `${name}: the token must not reach the upstream`);
           } else {
             assert.match(answer.headers["www-authenticate"] ?? "", /invalid_token/, name);
