@@ -18,8 +18,14 @@ wasm_opt=node_modules/.bin/wasm-opt
 export GATEWAY_CONFIG="${GATEWAY_CONFIG:-gateway.toml}"
 echo "==> cargo rustc -p gateway-envoy-filter --profile wasm (proxy-wasm 0.2, config $GATEWAY_CONFIG)"
 features=${WORKER_FEATURES:-}
+# A 256 KiB stack instead of the core module's 32 KiB: the filter adds the
+# SDK's and std's frames to the request path, and ES256's scalar arithmetic
+# overflowed 32 KiB (a trap, answered 503: closed, but every ES256 token
+# refused). The stack is per VM, not per request. These flags come after
+# .cargo/config.toml's, so this stack size wins.
 cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile wasm --quiet \
-  ${features:+--features "$features"}
+  ${features:+--features "$features"} \
+  --config 'target.wasm32-unknown-unknown.rustflags=["-C", "link-arg=-zstack-size=262144"]'
 
 mkdir -p "$(dirname "$out")"
 # The features rustc enables by default for wasm32-unknown-unknown; Envoy's V8 supports them.

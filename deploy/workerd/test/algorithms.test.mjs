@@ -1,6 +1,8 @@
 // RS256, ES256 and EdDSA tokens through the module built with every algorithm
 // (target/fixture/gateway-algorithms.wasm, from testkit/fixture-algorithms.toml
-// by `make fixture`) on workerd and, when it is built, `host-sim serve`:
+// by `make fixture`) on workerd, `host-sim serve` when it is built, and Envoy
+// with the filter built with every algorithm (gateway-algorithms-envoy.wasm)
+// when Envoy is installed (required with REQUIRE_ENVOY=1, as in make test):
 // a token signed with the JWKS document's key is forwarded (the RS256 ones
 // shaped like an identity provider's access token, about 1 KB), a flipped
 // signature bit and an HS256 header naming the public key are refused.
@@ -14,9 +16,12 @@ import { createPrivateKey, sign } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { envoyFilterReady, startEnvoyFilter } from "../../envoy/harness.mjs";
 import { ROOT, hostSimServeHelp, rawRequest, readFixture, startEcho, startHostSim, startWorkerd } from "../harness.mjs";
 
 const WASM = join(ROOT, "target", "fixture", "gateway-algorithms.wasm");
+const ENVOY_WASM = join(ROOT, "target", "fixture", "gateway-algorithms-envoy.wasm");
+const CONFIG = join(ROOT, "testkit", "fixture-algorithms.toml");
 const config = readFixture();
 const ORIGINS = [...new Set(config.routes.map((r) => r.origin))];
 const b64url = (buf) => Buffer.from(buf).toString("base64url");
@@ -86,6 +91,9 @@ describe(
       if (hostSimHelp || require) {
         const args = overrides.flatMap(([f, t]) => ["--upstream-override", `${f}=${t}`]);
         gateways.push(["host-sim serve", await startHostSim(args, 60000, WASM)]);
+      }
+      if ((envoyFilterReady() && existsSync(ENVOY_WASM)) || process.env.REQUIRE_ENVOY === "1") {
+        gateways.push(["envoy + gateway filter", await startEnvoyFilter(overrides, { wasm: ENVOY_WASM, config: CONFIG })]);
       }
     });
     after(async () => {
