@@ -13,7 +13,8 @@
 mod common;
 
 use gateway_security::{
-    HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint, mint_fixture, sign,
+    Gateway as _, HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint,
+    mint_fixture, sign,
 };
 use worker::Rejection::{self, *};
 
@@ -36,7 +37,16 @@ struct Case {
 /// The fixture's issuer (testkit/fixture.toml).
 const ISS: &str = "https://issuer.test";
 const HEADER: &str = r#"{"alg":"HS256","typ":"JWT","kid":"fixture"}"#;
-const EXP: u64 = NOW + 600;
+thread_local! {
+    /// The time the corpus is minted around: [`NOW`] for the in-process
+    /// tests, which give the gateway that clock; the real time when the corpus
+    /// is written for the hosts, which read the real clock.
+    static CORPUS_NOW: std::cell::Cell<u64> = const { std::cell::Cell::new(NOW) };
+}
+
+fn corpus_now() -> u64 {
+    CORPUS_NOW.with(std::cell::Cell::get)
+}
 
 /// An RSA public key in PEM, as an attacker would find it published: the
 /// key-confusion attack uses its text as an HMAC secret.
@@ -56,7 +66,8 @@ const ATTACKER_KEY: &[u8] = b"attacker-controlled-key-32-bytes";
 
 /// Claims that pass every check, with `extra` members spliced in at the end.
 fn claims_with(extra: &str) -> String {
-    format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"alice"{extra}}}"#)
+    let exp_at = corpus_now() + 600;
+    format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":"alice"{extra}}}"#)
 }
 
 fn good_claims() -> String {
@@ -95,9 +106,11 @@ fn unsigned(header: &str) -> String {
 }
 
 fn corpus() -> Vec<Case> {
+    let now = corpus_now();
+    let exp_at = now + 600;
     let mut cases = Vec::new();
     let mut add = |name: &str, head: Vec<u8>, expect: Expect| {
-        cases.push(Case { name: name.to_owned(), head, now: NOW as f64, expect });
+        cases.push(Case { name: name.to_owned(), head, now: now as f64, expect });
     };
     let bearer = |token: &str| bearer_request(token);
     let (h, p, s) = parts();
@@ -373,25 +386,27 @@ fn corpus() -> Vec<Case> {
     ] {
         add(
             &format!("escaped aud {aud} routes like its plain spelling"),
-            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{exp_at}}}"#))),
             Forward(routed, ""),
         );
     }
     for aud in [r#""orders\u0000""#, r#""\/orders""#, r#""orders\/""#, r#""Orders""#, r#""\u004frders""#] {
         add(
             &format!("escaped aud {aud} spells another audience"),
-            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{exp_at}}}"#))),
             Reject(NoRoute),
         );
     }
     add(
         "aud name spelled with escapes duplicates aud",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"admin","\u0061ud":"orders","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":"admin","\u0061ud":"orders","exp":{exp_at}}}"#
+        ))),
         Reject(MalformedClaims),
     );
     add(
         "aud name spelled with escapes is aud",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","\u0061\u0075\u0064":"billing","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","\u0061\u0075\u0064":"billing","exp":{exp_at}}}"#))),
         Forward("billing", ""),
     );
     for (name, sub) in [
@@ -406,22 +421,24 @@ fn corpus() -> Vec<Case> {
     ] {
         add(
             &format!("escaped sub with {name}"),
-            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"{sub}"}}"#))),
+            bearer(&with_claims(&format!(
+                r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":"{sub}"}}"#
+            ))),
             Reject(SubjectNotHeaderSafe),
         );
     }
     add(
         "escaped sub decodes to a header-safe subject",
         bearer(&with_claims(&format!(
-            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"\u0061lice\/\u0040example.com"}}"#
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":"\u0061lice\/\u0040example.com"}}"#
         ))),
         Forward("orders", "alice/@example.com"),
     );
     for (claim, claims) in [
-        ("aud", format!(r#"{{"iss":"{ISS}","aud":"\ud800","exp":{EXP}}}"#)),
-        ("aud list", format!(r#"{{"iss":"{ISS}","aud":["orders","\udfff"],"exp":{EXP}}}"#)),
-        ("sub", format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"a\udc00"}}"#)),
-        ("iss", format!(r#"{{"iss":"\ud834\u0041","aud":"orders","exp":{EXP}}}"#)),
+        ("aud", format!(r#"{{"iss":"{ISS}","aud":"\ud800","exp":{exp_at}}}"#)),
+        ("aud list", format!(r#"{{"iss":"{ISS}","aud":["orders","\udfff"],"exp":{exp_at}}}"#)),
+        ("sub", format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":"a\udc00"}}"#)),
+        ("iss", format!(r#"{{"iss":"\ud834\u0041","aud":"orders","exp":{exp_at}}}"#)),
     ] {
         add(
             &format!("lone surrogate escape in {claim}"),
@@ -431,39 +448,39 @@ fn corpus() -> Vec<Case> {
     }
     add(
         "escaped iss (slashes, PHP json_encode)",
-        bearer(&with_claims(&format!(r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"https:\/\/issuer.test","aud":"orders","exp":{exp_at}}}"#))),
         Forward("orders", ""),
     );
     add(
         "escaped iss spelling another issuer",
         bearer(&with_claims(&format!(
-            r#"{{"iss":"https:\/\/issuer.test\u0000","aud":"orders","exp":{EXP}}}"#
+            r#"{{"iss":"https:\/\/issuer.test\u0000","aud":"orders","exp":{exp_at}}}"#
         ))),
         Reject(WrongIssuer),
     );
     add(
         "sub with UTF-8",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":"zoë"}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":"zoë"}}"#))),
         Reject(SubjectNotHeaderSafe),
     );
     add(
         "sub with a raw tab (not JSON)",
         bearer(&with_claims(&format!(
-            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\tb\"}}"
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{exp_at},\"sub\":\"a\tb\"}}"
         ))),
         Reject(MalformedClaims),
     );
     add(
         "sub with a raw newline (not JSON)",
         bearer(&with_claims(&format!(
-            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\nb\"}}"
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{exp_at},\"sub\":\"a\nb\"}}"
         ))),
         Reject(MalformedClaims),
     );
     add(
         "sub with DEL",
         bearer(&with_claims(&format!(
-            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\u{7f}b\"}}"
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{exp_at},\"sub\":\"a\u{7f}b\"}}"
         ))),
         Reject(SubjectNotHeaderSafe),
     );
@@ -476,7 +493,7 @@ fn corpus() -> Vec<Case> {
     ] {
         add(
             &format!("an unknown claim with {name} (not JSON)"),
-            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},{member}}}"#))),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},{member}}}"#))),
             Reject(MalformedClaims),
         );
         add(
@@ -487,13 +504,13 @@ fn corpus() -> Vec<Case> {
     }
     add(
         "sub as a number",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":7}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":7}}"#))),
         Reject(MalformedClaims),
     );
     add(
         "sub with a DEL character",
         bearer(&with_claims(&format!(
-            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{EXP},\"sub\":\"a\u{7f}\"}}"
+            "{{\"iss\":\"{ISS}\",\"aud\":\"orders\",\"exp\":{exp_at},\"sub\":\"a\u{7f}\"}}"
         ))),
         Reject(SubjectNotHeaderSafe),
     );
@@ -534,53 +551,59 @@ fn corpus() -> Vec<Case> {
         let expect = if matches!(aud, "[]" | "null") { MissingAudience } else { NoRoute };
         add(
             &format!("aud {aud}"),
-            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{EXP}}}"#))),
+            bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":{aud},"exp":{exp_at}}}"#))),
             Reject(expect),
         );
     }
     add(
         "no aud",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","exp":{exp_at}}}"#))),
         Reject(MissingAudience),
     );
     add(
         "aud list, first routed wins",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":["admin","users","orders"],"exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":["admin","users","orders"],"exp":{exp_at}}}"#
+        ))),
         Forward("users", ""),
     );
     add(
         "aud list of nine",
         bearer(&with_claims(&format!(
-            r#"{{"iss":"{ISS}","aud":["1","2","3","4","5","6","7","8","orders"],"exp":{EXP}}}"#
+            r#"{{"iss":"{ISS}","aud":["1","2","3","4","5","6","7","8","orders"],"exp":{exp_at}}}"#
         ))),
         Reject(MalformedClaims),
     );
     add(
         "aud as a number",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":1,"exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":1,"exp":{exp_at}}}"#))),
         Reject(MalformedClaims),
     );
     add(
         "aud list with a number",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":["orders",1],"exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":["orders",1],"exp":{exp_at}}}"#))),
         Reject(MalformedClaims),
     );
 
     // RFC 8725 3.8: issuer.
     add(
         "wrong iss",
-        bearer(&with_claims(&format!(r#"{{"iss":"https://evil.example","aud":"orders","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"https://evil.example","aud":"orders","exp":{exp_at}}}"#))),
         Reject(WrongIssuer),
     );
-    add("no iss", bearer(&with_claims(&format!(r#"{{"aud":"orders","exp":{EXP}}}"#))), Reject(WrongIssuer));
+    add(
+        "no iss",
+        bearer(&with_claims(&format!(r#"{{"aud":"orders","exp":{exp_at}}}"#))),
+        Reject(WrongIssuer),
+    );
     add(
         "iss as a list",
-        bearer(&with_claims(&format!(r#"{{"iss":["{ISS}"],"aud":"orders","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":["{ISS}"],"aud":"orders","exp":{exp_at}}}"#))),
         Reject(MalformedClaims),
     );
     add(
         "iss with a trailing slash",
-        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}/","aud":"orders","exp":{EXP}}}"#))),
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}/","aud":"orders","exp":{exp_at}}}"#))),
         Reject(WrongIssuer),
     );
 
@@ -588,14 +611,14 @@ fn corpus() -> Vec<Case> {
     // fixture's max_token_bytes is 2048): scope, azp, nested claims, long
     // subjects, and their encoders' spellings.
     let keycloak = format!(
-        r#"{{"exp":{EXP},"iat":{NOW},"jti":"5b0f7c9e-3a61-4d2b-9a8e-1f2c3d4e5f60","iss":"{ISS}","aud":["account","orders"],"sub":"f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c","typ":"Bearer","azp":"orders-web","session_state":"8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","acr":"1","allowed-origins":["https://orders.example.com"],"realm_access":{{"roles":["offline_access","uma_authorization","default-roles-example"]}},"resource_access":{{"orders-web":{{"roles":["viewer","editor"]}},"account":{{"roles":["manage-account","view-profile"]}}}},"scope":"openid profile email orders:read orders:write","email_verified":true,"name":"Alice Example","preferred_username":"alice","email":"alice@example.com"}}"#
+        r#"{{"exp":{exp_at},"iat":{now},"jti":"5b0f7c9e-3a61-4d2b-9a8e-1f2c3d4e5f60","iss":"{ISS}","aud":["account","orders"],"sub":"f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c","typ":"Bearer","azp":"orders-web","session_state":"8f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0","acr":"1","allowed-origins":["https://orders.example.com"],"realm_access":{{"roles":["offline_access","uma_authorization","default-roles-example"]}},"resource_access":{{"orders-web":{{"roles":["viewer","editor"]}},"account":{{"roles":["manage-account","view-profile"]}}}},"scope":"openid profile email orders:read orders:write","email_verified":true,"name":"Alice Example","preferred_username":"alice","email":"alice@example.com"}}"#
     );
     let auth0 = format!(
-        r#"{{"iss":"{ISS}","sub":"auth0|64f1c2d3e4b5a69788796a5b","aud":["https://tenant.eu.auth0.com/userinfo","billing"],"iat":{NOW},"exp":{EXP}.25,"azp":"Zx8Kq3Lm9Np2Rs7Tv4Wy6Ab1Cd5Ef0Gh","scope":"openid profile email read:invoices write:invoices offline_access","permissions":["read:invoices","write:invoices","read:customers","read:reports","write:reports"],"https://example.com/claims":{{"roles":["finance","auditor"],"org":{{"id":"org_7Hk2Lm9Np3Qr","name":"Example Ltd","tier":"enterprise"}}}},"org_id":"org_7Hk2Lm9Np3Qr"}}"#
+        r#"{{"iss":"{ISS}","sub":"auth0|64f1c2d3e4b5a69788796a5b","aud":["https://tenant.eu.auth0.com/userinfo","billing"],"iat":{now},"exp":{exp_at}.25,"azp":"Zx8Kq3Lm9Np2Rs7Tv4Wy6Ab1Cd5Ef0Gh","scope":"openid profile email read:invoices write:invoices offline_access","permissions":["read:invoices","write:invoices","read:customers","read:reports","write:reports"],"https://example.com/claims":{{"roles":["finance","auditor"],"org":{{"id":"org_7Hk2Lm9Np3Qr","name":"Example Ltd","tier":"enterprise"}}}},"org_id":"org_7Hk2Lm9Np3Qr"}}"#
     )
     .replace('/', "\\/");
     let entra = format!(
-        r#"{{"aud":"users","iss":"{ISS}","iat":{NOW},"nbf":{NOW}.9,"exp":{EXP}e0,"aio":"AWQAm/8YAAAA3xk9Lm2Np8Qr4St6Uv1Wx3Yz5Ab7Cd9Ef0Gh2Ij4Kl6Mn8Op0Qr2St4Uv6Wx8Yz0Ab==","azp":"6e74172b-be56-4843-9ff4-e66a39bb12e3","name":"Carol Example","oid":"00000000-0000-0000-66f3-3332eca7ea81","preferred_username":"carol@example.com","rh":"0.AQEAv4j5cvGGr0GRqy180BHbR-ZNsJ9jFjVBlYpTjqk8qYcBAAA.","roles":["Users.Read.All","Users.Write"],"scp":"access_as_user User.Read","sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ","tid":"9188040d-6c67-4c5b-b112-36a304b66dad","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0"}}"#
+        r#"{{"aud":"users","iss":"{ISS}","iat":{now},"nbf":{now}.9,"exp":{exp_at}e0,"aio":"AWQAm/8YAAAA3xk9Lm2Np8Qr4St6Uv1Wx3Yz5Ab7Cd9Ef0Gh2Ij4Kl6Mn8Op0Qr2St4Uv6Wx8Yz0Ab==","azp":"6e74172b-be56-4843-9ff4-e66a39bb12e3","name":"Carol Example","oid":"00000000-0000-0000-66f3-3332eca7ea81","preferred_username":"carol@example.com","rh":"0.AQEAv4j5cvGGr0GRqy180BHbR-ZNsJ9jFjVBlYpTjqk8qYcBAAA.","roles":["Users.Read.All","Users.Write"],"scp":"access_as_user User.Read","sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ","tid":"9188040d-6c67-4c5b-b112-36a304b66dad","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0"}}"#
     );
     for (name, claims, expect) in [
         ("Keycloak", &keycloak, Forward("orders", "f3c2a1b0-9d8e-4f7a-8b6c-5d4e3f2a1b0c")),
@@ -625,25 +648,25 @@ fn corpus() -> Vec<Case> {
         Reject(MissingExpiry),
     );
     add("exp null", timed("null", ""), Reject(MissingExpiry));
-    add("exp 31 s ago (beyond leeway)", timed(&(NOW - 31).to_string(), ""), Reject(Expired));
-    add("exp 30 s ago (within leeway)", timed(&(NOW - 30).to_string(), ""), Forward("orders", ""));
+    add("exp 31 s ago (beyond leeway)", timed(&(now - 31).to_string(), ""), Reject(Expired));
+    add("exp 30 s ago (within leeway)", timed(&(now - 30).to_string(), ""), Forward("orders", ""));
     add("exp 0", timed("0", ""), Reject(Expired));
     add("exp u64 max", timed("18446744073709551615", ""), Forward("orders", ""));
     add("exp beyond u64", timed("18446744073709551616", ""), Reject(MalformedClaims));
-    add("exp as a string", timed(&format!("\"{EXP}\""), ""), Reject(MalformedClaims));
+    add("exp as a string", timed(&format!("\"{exp_at}\""), ""), Reject(MalformedClaims));
     // NumericDate (RFC 7519 section 2) is any JSON number: read exactly,
     // `exp` rounded down and `nbf` up, nothing negative or past 2^64 - 1.
-    add("exp with a zero fraction", timed(&format!("{EXP}.0"), ""), Forward("orders", ""));
-    add("exp in exponent form", timed(&format!("{EXP}e0"), ""), Forward("orders", ""));
+    add("exp with a zero fraction", timed(&format!("{exp_at}.0"), ""), Forward("orders", ""));
+    add("exp in exponent form", timed(&format!("{exp_at}e0"), ""), Forward("orders", ""));
     add("exp 1.9e9", timed("1.9e9", ""), Forward("orders", ""));
     add("exp 1.7e9 (before the test clock)", timed("1.7e9", ""), Reject(Expired));
     add("exp 2e9 in exponent form", timed("2E+9", ""), Forward("orders", ""));
     add(
         "exp half a second into the leeway's last second",
-        timed(&format!("{}.5", NOW - 31), ""),
+        timed(&format!("{}.5", now - 31), ""),
         Reject(Expired),
     );
-    add("exp a fraction within the leeway", timed(&format!("{}.5", NOW - 30), ""), Forward("orders", ""));
+    add("exp a fraction within the leeway", timed(&format!("{}.5", now - 30), ""), Forward("orders", ""));
     add("exp -0", timed("-0", ""), Reject(Expired));
     add("exp -0.0e10", timed("-0.0e10", ""), Reject(Expired));
     add("exp negative", timed("-1", ""), Reject(MalformedClaims));
@@ -655,34 +678,34 @@ fn corpus() -> Vec<Case> {
     add("exp 0e999999999", timed("0e999999999", ""), Reject(Expired));
     add("exp u64 max in exponent form", timed("1.8446744073709551615e19", ""), Forward("orders", ""));
     add("exp past u64 in exponent form", timed("1.8446744073709551616e19", ""), Reject(MalformedClaims));
-    add("exp with a leading zero", timed(&format!("0{EXP}"), ""), Reject(MalformedClaims));
+    add("exp with a leading zero", timed(&format!("0{exp_at}"), ""), Reject(MalformedClaims));
     add(
         "nbf 31 s ahead (beyond leeway)",
-        timed(&EXP.to_string(), &format!(r#","nbf":{}"#, NOW + 31)),
+        timed(&exp_at.to_string(), &format!(r#","nbf":{}"#, now + 31)),
         Reject(NotYetValid),
     );
     add(
         "nbf 30 s ahead (within leeway)",
-        timed(&EXP.to_string(), &format!(r#","nbf":{}"#, NOW + 30)),
+        timed(&exp_at.to_string(), &format!(r#","nbf":{}"#, now + 30)),
         Forward("orders", ""),
     );
-    add("nbf u64 max", timed(&EXP.to_string(), r#","nbf":18446744073709551615"#), Reject(NotYetValid));
+    add("nbf u64 max", timed(&exp_at.to_string(), r#","nbf":18446744073709551615"#), Reject(NotYetValid));
     add(
         "nbf a fraction past the leeway rounds up",
-        timed(&EXP.to_string(), &format!(r#","nbf":{}.01"#, NOW + 30)),
+        timed(&exp_at.to_string(), &format!(r#","nbf":{}.01"#, now + 30)),
         Reject(NotYetValid),
     );
     add(
         "nbf in exponent form",
-        timed(&EXP.to_string(), &format!(r#","nbf":{}0e-1"#, NOW + 30)),
+        timed(&exp_at.to_string(), &format!(r#","nbf":{}0e-1"#, now + 30)),
         Forward("orders", ""),
     );
-    add("nbf -0", timed(&EXP.to_string(), r#","nbf":-0"#), Forward("orders", ""));
-    add("nbf 1e400", timed(&EXP.to_string(), r#","nbf":1e400"#), Reject(MalformedClaims));
-    add("iat 1e400", timed(&EXP.to_string(), r#","iat":1e400"#), Reject(MalformedClaims));
-    add("iat with a fraction", timed(&EXP.to_string(), r#","iat":1.5"#), Forward("orders", ""));
-    add("nbf as a string", timed(&EXP.to_string(), r#","nbf":"0""#), Reject(MalformedClaims));
-    add("iat as a string", timed(&EXP.to_string(), r#","iat":"now""#), Reject(MalformedClaims));
+    add("nbf -0", timed(&exp_at.to_string(), r#","nbf":-0"#), Forward("orders", ""));
+    add("nbf 1e400", timed(&exp_at.to_string(), r#","nbf":1e400"#), Reject(MalformedClaims));
+    add("iat 1e400", timed(&exp_at.to_string(), r#","iat":1e400"#), Reject(MalformedClaims));
+    add("iat with a fraction", timed(&exp_at.to_string(), r#","iat":1.5"#), Forward("orders", ""));
+    add("nbf as a string", timed(&exp_at.to_string(), r#","nbf":"0""#), Reject(MalformedClaims));
+    add("iat as a string", timed(&exp_at.to_string(), r#","iat":"now""#), Reject(MalformedClaims));
 
     // RFC 7515 7.1 / RFC 8725 3.11 (strict base64url): padding and non-alphabet characters in each part.
     let spots: [(&str, Place<'_>); 3] = [
@@ -953,8 +976,8 @@ fn corpus() -> Vec<Case> {
     });
     cases.push(Case {
         name: "clock a fraction of a second before expiry".into(),
-        head: timed(&(NOW - 30).to_string(), ""),
-        now: NOW as f64 + 0.999,
+        head: timed(&(now - 30).to_string(), ""),
+        now: now as f64 + 0.999,
         expect: Forward("orders", ""),
     });
 
@@ -1027,14 +1050,14 @@ fn corpus() -> Vec<Case> {
         ("identity", with_field("Transfer-Encoding: identity"), UnsupportedTransferEncoding),
     ];
     for (name, head, rejection) in forwarding {
-        cases.push(Case { name: name.into(), head, now: NOW as f64, expect: Reject(rejection) });
+        cases.push(Case { name: name.into(), head, now: now as f64, expect: Reject(rejection) });
     }
     cases.push(Case {
         name: "sub with a leading space".into(),
         head: bearer(&with_claims(&format!(
-            r#"{{"iss":"{ISS}","aud":"orders","exp":{EXP},"sub":" admin"}}"#
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"sub":" admin"}}"#
         ))),
-        now: NOW as f64,
+        now: now as f64,
         expect: Reject(SubjectNotHeaderSafe),
     });
     cases
@@ -1283,4 +1306,82 @@ fn signing_helpers_match_rfc7515_appendix_a1() {
     .unwrap();
     let input = "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ";
     assert_eq!(sign(&key, input.as_bytes()), "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk");
+}
+
+/// Writes the corpus for the hosts over HTTP (`testkit/conformance/hosts.test.mjs`
+/// replays it through host-sim serve, workerd and Envoy), minted around the
+/// real clock, which is the one the hosts give the module. Cases about the
+/// host's clock, and cases whose verdict changes within two minutes of it
+/// (the edges of the leeway), stay in the in-process tests above.
+///
+/// A host's HTTP/1 front end owns the syntax of the request: it may answer
+/// an odd head itself, or pass on a reshaped one (joined fields, a re-framed
+/// body, a rebuilt target). So only a canonical request (the fixture's
+/// request line and fields around one well-formed token) must get the
+/// module's exact answer on every host; any other case must be refused, or,
+/// when forwarded, carry a token that verifies once what HTTP lets a front
+/// end strip (a bare CR, an obs-fold) is gone: nothing unauthorised may reach
+/// the upstream.
+#[test]
+#[ignore = "writes the corpus for the hosts; run by scripts/test-extra.sh"]
+fn write_http_corpus() {
+    let Some(out) = std::env::var_os("ATTACK_CORPUS_OUT") else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    CORPUS_NOW.with(|clock| clock.set(now));
+    let mut native = gateway_security::Native::new();
+    let mut verdict_at = |head: &[u8], t: u64| native.decide(head, t as f64).verdict().unwrap();
+    let (mut lines, mut kept, mut left) = (String::new(), 0, 0);
+    for case in corpus() {
+        if case.now != now as f64 || verdict_at(&case.head, now) != verdict_at(&case.head, now + 120) {
+            left += 1;
+            continue;
+        }
+        let expect = match expected_verdict(&case) {
+            Verdict::Forward { subject, .. } => {
+                let Expect::Forward(aud, _) = case.expect else { unreachable!() };
+                let route = gateway_security::config().routes.iter().find(|r| r.audience == aud).unwrap();
+                let subject = (!subject.is_empty()).then_some(subject);
+                serde_json::json!({ "forwarded": { "origin": route.origin, "subject": subject } })
+            }
+            Verdict::Reject(r) => {
+                serde_json::json!({ "refused": { "status": r.status(), "reason": r.reason() } })
+            }
+        };
+        let canonical = gateway_security::bearer_token_of(&case.head).is_some_and(|token| {
+            token.iter().all(|&b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                && case.head == bearer_request(&String::from_utf8_lossy(token))
+        });
+        let front_end = (!canonical).then(|| {
+            let valid_token = strippable_tokens(&case.head)
+                .iter()
+                .any(|token| matches!(verdict_at(&bearer_request(token), now), Verdict::Forward { .. }));
+            serde_json::json!({ "valid_token": valid_token })
+        });
+        // Each byte as one character, which the harness sends back as latin1.
+        let request: String = case.head.iter().map(|&b| char::from(b)).collect();
+        let line = serde_json::json!({ "name": case.name, "request": request, "expect": [expect], "front_end": front_end });
+        lines.push_str(&format!("{line}\n"));
+        kept += 1;
+    }
+    std::fs::write(&out, lines).unwrap();
+    eprintln!("{kept} cases written to {}, {left} left to the in-process tests", out.to_string_lossy());
+    assert!(kept > 200, "only {kept} cases can go over HTTP");
+}
+
+/// The compact tokens in `head` once a bare CR and an obs-fold are gone,
+/// which an HTTP/1 front end may strip (RFC 9112 sections 2.2 and 5.2).
+fn strippable_tokens(head: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(head).replace("\r\n ", " ").replace("\r\n\t", " ");
+    let mut stripped = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\r' || chars.peek() == Some(&'\n') {
+            stripped.push(c);
+        }
+    }
+    stripped
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .filter(|word| word.matches('.').count() == 2)
+        .map(str::to_owned)
+        .collect()
 }

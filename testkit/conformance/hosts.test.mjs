@@ -1,5 +1,7 @@
-// The forwarding conformance corpus (forwarding.jsonl) over real HTTP,
-// through every host, to a recording upstream on loopback. Each host runs
+// The forwarding conformance corpus (forwarding.jsonl), and the attack
+// corpus of security/tests/attacks.rs (written by its `write_http_corpus`
+// around the real clock into target/attack-corpus/attacks.jsonl), over real
+// HTTP, through every host, to a recording upstream on loopback. Each host runs
 // the module built from testkit/fixture.toml (`make fixture`); each case's
 // bytes go out on a fresh connection, and every response, and every request
 // the upstream received, must be the outcome the corpus states. A host
@@ -7,7 +9,7 @@
 //
 //   node --test testkit/conformance/
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import net from "node:net";
 import { dirname, join } from "node:path";
@@ -17,10 +19,17 @@ import { FIXTURE_WASM, hostSimServeHelp, startHostSim, startWorkerd } from "../.
 import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const CASES = readFileSync(join(HERE, "forwarding.jsonl"), "utf8")
-  .split("\n")
-  .filter((line) => line.trim() !== "")
-  .map((line) => JSON.parse(line));
+const readCorpus = (path) =>
+  readFileSync(path, "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line));
+const CASES = readCorpus(join(HERE, "forwarding.jsonl"));
+const ATTACKS_FILE = join(HERE, "..", "..", "target", "attack-corpus", "attacks.jsonl");
+if (!existsSync(ATTACKS_FILE) && process.env.REQUIRE_HOST_SIM === "1") {
+  throw new Error(`${ATTACKS_FILE} is missing: scripts/test-extra.sh writes it`);
+}
+const ATTACKS = existsSync(ATTACKS_FILE) ? readCorpus(ATTACKS_FILE) : [];
 
 /** The fixture's origins (testkit/fixture.toml); the recorder stands in for each. */
 const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
@@ -159,6 +168,15 @@ function outcomeOf(response) {
 /** Whether `got` is the stated outcome (or one of its choices). */
 function matches(expected, got) {
   if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got));
+  // The attack corpus: refused with the module's status and reason.
+  if (expected.refused) {
+    return !got.upstream && got.status === expected.refused.status && got.reason === expected.refused.reason;
+  }
+  // Forwarded to the route's origin with the token's subject (or none).
+  if (expected.forwarded) {
+    const subject = got.upstream?.headers.find(([name]) => name === "x-gateway-subject")?.[1] ?? null;
+    return got.upstream?.origin === expected.forwarded.origin && subject === expected.forwarded.subject;
+  }
   const { front_end, ...exact } = expected;
   if (front_end && exact.status === undefined) return got.status >= 400 && got.reason === null && !got.upstream;
   try {
@@ -170,9 +188,12 @@ function matches(expected, got) {
   }
 }
 
-/** Runs the corpus against a gateway on `port` that forwards to `recorder`. */
-function runCorpus(name, start) {
-  describe(`forwarding conformance: ${name}`, { timeout: 180000 }, () => {
+/**
+ * One host under `title`: a recorder and the gateway `start` makes to
+ * forward to it, then `check(c, gateway, recorder)` for each case.
+ */
+function describeHost(title, start, cases, timeout, check) {
+  describe(title, { timeout }, () => {
     let recorder;
     let gateway;
     before(async () => {
@@ -183,43 +204,72 @@ function runCorpus(name, start) {
       await gateway?.proc.stop();
       await recorder?.close();
     });
-    for (const c of CASES) {
-      test(c.name, async () => {
-        const seen = recorder.received.length;
-        const responses = await exchange(gateway.port, c.request, c.expect.length);
-        const got = responses.map(outcomeOf);
-        assert.equal(got.length, c.expect.length, `responses: ${JSON.stringify(got)}`);
-        c.expect.forEach((expected, i) =>
-          assert.ok(matches(expected, got[i]), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
-        );
-        // Nothing reaches the upstream but the forwards the corpus states.
-        const forwards = got.filter((g) => g.upstream).length;
-        assert.equal(recorder.received.length - seen, forwards, "requests the upstream received");
-        for (const record of recorder.received.slice(seen)) {
-          assert.equal(`http://${record.host}`, recorder.addresses[record.origin], "Host is the upstream's");
-        }
-      });
-    }
+    for (const c of cases) test(c.name, () => check(c, gateway, recorder));
   });
+}
+
+/** The forwarding corpus: every response, and every forward, as the corpus states. */
+async function checkForwarding(c, gateway, recorder) {
+  const seen = recorder.received.length;
+  const responses = await exchange(gateway.port, c.request, c.expect.length);
+  const got = responses.map(outcomeOf);
+  assert.equal(got.length, c.expect.length, `responses: ${JSON.stringify(got)}`);
+  c.expect.forEach((expected, i) =>
+    assert.ok(matches(expected, got[i]), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
+  );
+  // Nothing reaches the upstream but the forwards the corpus states.
+  const forwards = got.filter((g) => g.upstream).length;
+  assert.equal(recorder.received.length - seen, forwards, "requests the upstream received");
+  for (const record of recorder.received.slice(seen)) {
+    assert.equal(`http://${record.host}`, recorder.addresses[record.origin], "Host is the upstream's");
+  }
+}
+
+/**
+ * The attack corpus (see `write_http_corpus` in security/tests/attacks.rs):
+ * a canonical request gets the module's exact answer; any other is refused
+ * (by the module, by the host's own parser, or by not answering a request
+ * the host does not take as HTTP/1), or forwarded only when it carries a
+ * valid token. Nothing unauthorised reaches the upstream.
+ */
+async function checkAttack(c, gateway, recorder) {
+  const seen = recorder.received.length;
+  const responses = await exchange(gateway.port, c.request, 1, 5000).catch((e) => (c.front_end ? [] : Promise.reject(e)));
+  const got = responses.map(outcomeOf)[0];
+  const forwards = recorder.received.length - seen;
+  if (!c.front_end) {
+    assert.ok(got && matches(c.expect[0], got), `expected ${JSON.stringify(c.expect[0])}\n  got      ${JSON.stringify(got)}`);
+    assert.equal(forwards, got.upstream ? 1 : 0, "requests the upstream received");
+  } else if (forwards > 0 || got?.upstream) {
+    assert.ok(c.front_end.valid_token, `forwarded without a valid token: ${JSON.stringify(got)}`);
+  } else if (got) {
+    assert.ok(got.status >= 400, `neither refused nor forwarded: ${JSON.stringify(got)}`);
+  }
 }
 
 const overrides = (recorder) => ORIGINS.map((o) => [o, recorder.addresses[o]]);
 
-runCorpus("workerd", (recorder) =>
-  startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM),
-);
-
+/** Each host, started to forward to `recorder`, when it is there to run. */
+const HOSTS = [
+  ["workerd", (recorder) => startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM)],
+];
 // Required in `make test` (REQUIRE_HOST_SIM=1); skipped elsewhere when host-sim is not built.
 if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
-  runCorpus("host-sim serve", (recorder) =>
-    startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, FIXTURE_WASM),
-  );
+  HOSTS.push([
+    "host-sim serve",
+    (recorder) =>
+      startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, FIXTURE_WASM),
+  ]);
+}
+// Required in `make test` (REQUIRE_ENVOY=1); skipped elsewhere when Envoy or the filter is not built.
+// Envoy joins repeated Host fields into one :authority ("gw.test,other")
+// before any filter runs; the core refuses a comma in a host, so the pair
+// is still a 400.
+if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
+  HOSTS.push(["envoy + gateway filter", (recorder) => startEnvoyFilter(overrides(recorder))]);
 }
 
-// Required in `make test` (REQUIRE_ENVOY=1); skipped elsewhere when Envoy or the filter is not built.
-if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
-  // Envoy joins repeated Host fields into one :authority ("gw.test,other")
-  // before any filter runs; the core refuses a comma in a host, so the pair
-  // is still a 400.
-  runCorpus("envoy + gateway filter", (recorder) => startEnvoyFilter(overrides(recorder)));
+for (const [name, start] of HOSTS) {
+  describeHost(`forwarding conformance: ${name}`, start, CASES, 180000, checkForwarding);
+  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, start, ATTACKS, 600000, checkAttack);
 }
