@@ -317,15 +317,10 @@ fn accept_and_hold(
             continue;
         };
         accepted.fetch_add(1, Ordering::Relaxed);
-        // EOF or a reset: the gateway closed it. Data, or nothing within the
-        // socket's read timeout: still open.
-        live.retain(|other| match other.peek(&mut [0u8; 1]) {
-            Ok(n) => n > 0,
-            Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
-        });
+        // Open until the kernel has the gateway's FIN or reset (a peek would
+        // count a closed connection whose request its holder has not read yet).
+        live.retain(still_established);
         if let Ok(handle) = stream.try_clone() {
-            // Shared with the holder's handle: a peek never blocks past it.
-            let _ = handle.set_read_timeout(Some(Duration::from_millis(50)));
             live.push(handle);
         }
         most_open.fetch_max(live.len(), Ordering::Relaxed);
@@ -348,6 +343,22 @@ fn accept_and_hold(
     for thread in held {
         let _ = thread.join();
     }
+}
+
+/// Whether the kernel still has `stream` established, that is, the peer has
+/// not closed it (`/proc/net/tcp`: state 01; a peer's FIN makes it 08).
+fn still_established(stream: &TcpStream) -> bool {
+    let hex = |addr: SocketAddr| match addr {
+        SocketAddr::V4(v4) => format!("{:08X}:{:04X}", u32::from_le_bytes(v4.ip().octets()), v4.port()),
+        SocketAddr::V6(_) => String::new(),
+    };
+    let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr()) else { return false };
+    let (local, peer) = (hex(local), hex(peer));
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.len() > 3 && fields[1] == local && fields[2] == peer && fields[3] == "01"
+    })
 }
 
 /// Sends `count` requests at once for the `orders` route; returns the replies.
