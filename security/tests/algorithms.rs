@@ -22,7 +22,7 @@ use gateway_config::{GatewayConfig, PublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use worker::Rejection;
 use worker::arena::Arena;
-use worker::config::{Config, Route, VerifyingKey};
+use worker::config::{Config, VerifyingKey};
 use worker::signature::{eddsa, es256, rs256};
 use worker::{claims, header, jws, signature};
 
@@ -83,24 +83,7 @@ fn config() -> &'static Config<'static> {
                 }
             });
         }
-        let routes: Vec<Route<'static>> = loaded
-            .routes
-            .iter()
-            .map(|r| Route {
-                audience: text(&r.aud),
-                origin: text(r.origin()),
-                base_path: text(r.base_path()),
-            })
-            .collect();
-        Config {
-            realm: text(&loaded.realm),
-            issuer: loaded.issuer.as_deref().map(text),
-            leeway_secs: loaded.leeway_secs,
-            trusted_proxy_hops: loaded.trusted_proxy_hops,
-            max_token_bytes: loaded.max_token_bytes,
-            keys: leak(keys.into_boxed_slice()),
-            routes: leak(routes.into_boxed_slice()),
-        }
+        testkit::fixture::worker_config_of(loaded, keys)
     })
 }
 

@@ -50,26 +50,28 @@ pub fn worker_config() -> &'static Config<'static> {
     static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
     CONFIG.get_or_init(|| {
         let loaded = config();
-        let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-        let keys: Vec<VerifyingKey<'static>> =
-            loaded.keys.iter().map(|k| hs256_key(&k.kid, k.secret())).collect();
-        let routes: Vec<Route<'static>> = loaded
-            .routes
-            .iter()
-            .map(|r| Route {
-                audience: leak(&r.aud),
-                origin: leak(r.origin()),
-                base_path: leak(r.base_path()),
-            })
-            .collect();
-        Config {
-            realm: leak(&loaded.realm),
-            issuer: loaded.issuer.as_deref().map(leak),
-            leeway_secs: loaded.leeway_secs,
-            max_token_bytes: loaded.max_token_bytes,
-            trusted_proxy_hops: loaded.trusted_proxy_hops,
-            keys: Box::leak(keys.into_boxed_slice()),
-            routes: Box::leak(routes.into_boxed_slice()),
-        }
+        let keys = loaded.keys.iter().map(|k| hs256_key(&k.kid, k.secret())).collect();
+        worker_config_of(&loaded, keys)
     })
+}
+
+/// `loaded` as the worker reads it, with `keys` (the caller builds them: the
+/// HS256 keys with [`hs256_key`], public keys as its test needs), kept for
+/// the process.
+pub fn worker_config_of(loaded: &GatewayConfig, keys: Vec<VerifyingKey<'static>>) -> Config<'static> {
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+    let routes: Vec<Route<'static>> = loaded
+        .routes
+        .iter()
+        .map(|r| Route { audience: leak(&r.aud), origin: leak(r.origin()), base_path: leak(r.base_path()) })
+        .collect();
+    Config {
+        realm: leak(&loaded.realm),
+        issuer: loaded.issuer.as_deref().map(leak),
+        leeway_secs: loaded.leeway_secs,
+        max_token_bytes: loaded.max_token_bytes,
+        trusted_proxy_hops: loaded.trusted_proxy_hops,
+        keys: Box::leak(keys.into_boxed_slice()),
+        routes: Box::leak(routes.into_boxed_slice()),
+    }
 }
