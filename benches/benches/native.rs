@@ -84,7 +84,7 @@ fn stages(c: &mut Criterion) {
     // The forward plan: the target normalized and the fields classified.
     let mut fields = [httparse::EMPTY_HEADER; request::MAX_HEADERS];
     let parsed = request::parse(head, &mut fields).unwrap();
-    let context = worker::context::Context { scheme: "http", peer: "127.0.0.1" };
+    let context = worker::context::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1" };
     group.bench(ids::STAGE_WRITE, |b| {
         b.iter(|| {
             let mut region = [0u8; worker::target::MAX_TARGET_LEN];
@@ -92,7 +92,7 @@ fn stages(c: &mut Criterion) {
             let target =
                 worker::target::normalize(parsed.method, black_box(parsed.target), &mut arena).unwrap();
             let mut buf = [0u8; response::OUTPUT_CAPACITY];
-            let mut out = response::Output::new(&mut buf);
+            let mut out = contract::Encoder::new(&mut buf);
             worker::forward::write_plan(&mut out, black_box(&grant), &parsed, &target, &context, &COMPILED)
                 .unwrap();
             out.written()

@@ -9,7 +9,7 @@
 // Node.js.
 
 /** The contract version this host understands (worker/ABI.md). */
-export const ABI_VERSION = 2;
+export const ABI_VERSION = 3;
 
 const JSON_TYPE = "application/json";
 const encoder = new TextEncoder();
@@ -179,7 +179,8 @@ export class Gateway {
     let decision;
     try {
       this.instance ??= this.instantiate();
-      decision = this.instance.decide(contextLine(request) + requestHead(request), this.now());
+      const { status, fields } = this.instance.decide(contextLine(request) + requestHead(request), this.now());
+      decision = readDecision(status, fields);
     } catch (error) {
       // A trap is a bug in the module (ABI.md: it never traps): drop the
       // instance, make a fresh one for the next request, answer 500.
@@ -187,20 +188,22 @@ export class Gateway {
       console.error(`gateway: module failed, instance discarded: ${error}`);
       return hostError(500, "gateway module failed");
     }
-    const { status, fields } = decision;
-    if (status === 200) {
-      const plan = parsePlan(fields);
-      if (plan === null) return hostError(500, "gateway module failed");
-      return this.forward(request, plan);
+    if (decision === null) return hostError(500, "gateway module failed");
+    if (decision.forward) return this.forward(request, decision.forward);
+    const { status, fields, body } = decision.answer;
+    try {
+      // A 204 (or any null-body status) has no body.
+      return new Response(NULL_BODY.has(status) ? null : body, { status, headers: fields });
+    } catch (error) {
+      console.error(`gateway: the module's answer cannot be sent: ${error}`);
+      return hostError(500, "gateway module failed");
     }
-    if (fields.length < 4 || status < 200 || status > 599) return hostError(500, "gateway module failed");
-    const [, , challenge, ...body] = fields;
-    const headers = { "content-type": JSON_TYPE };
-    if (challenge !== "") headers["www-authenticate"] = challenge;
-    return new Response(body.join("\n"), { status, headers });
   }
 
-  /** Sends the request upstream exactly as `plan` says, the body streamed. */
+  /**
+   * Sends the request upstream exactly as `plan` says, the body streamed,
+   * and changes the upstream's response as it says.
+   */
   async forward(request, plan) {
     const origin = this.upstreamOverride.get(plan.origin) ?? plan.origin;
     const headers = new Headers(request.headers);
@@ -217,28 +220,84 @@ export class Gateway {
       init.body = request.body; // streamed, never buffered
       init.duplex = "half";
     }
+    let response;
     try {
-      return await fetch(origin + plan.path, init);
+      response = await fetch(origin + plan.path, init);
     } catch (error) {
       console.error(`gateway: upstream ${origin} unavailable: ${error}`);
       return hostError(502, "upstream unavailable");
     }
+    if (plan.responseDrop.length === 0 && plan.responseAdd.length === 0) return response;
+    const changed = new Headers(response.headers);
+    for (const name of plan.responseDrop) changed.delete(name);
+    for (const [name, value] of plan.responseAdd) changed.append(name, value);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: changed });
   }
 }
 
+/** Statuses whose responses have no body (Fetch standard, "null body status"). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+
+const NAME = /^[a-z0-9!#$%&'*+\-.^_`|~]+$/;
+const STACK_OWNED = new Set(["content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer", "host"]);
+const TEXT = /^[\t\n\x20-\x7e]*$/;
+const TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/;
+const AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:\[\]%]+$/;
+const DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** `name:value` of a field line without its marker, or null when it breaks the format. */
+function readField(text) {
+  const colon = text.indexOf(":");
+  if (colon < 1) return null;
+  const name = text.slice(0, colon);
+  const value = text.slice(colon + 1);
+  if (!NAME.test(name) || STACK_OWNED.has(name) || /^[ \t]|[ \t]$/.test(value)) return null;
+  return [name, value];
+}
+
 /**
- * A forward plan from the module's output lines: origin, path, then "-name"
- * (drop) and "+name:value" (set) lines. Null when malformed.
+ * The decision in the module's output (worker/ABI.md, "The decision"), with
+ * the contract crate's rules (contract/src/decision.rs; both are held to
+ * contract/golden/decisions.json): `{ forward: { origin, path, drop, set,
+ * responseDrop, responseAdd } }` for status 200, `{ answer: { status,
+ * error, reason, fields, body } }` otherwise, or null when the output breaks
+ * the format (the host then answers 500 and executes nothing).
  */
-export function parsePlan(fields) {
-  const [origin, path, ...ops] = fields;
-  if (originOf(origin ?? "") !== origin || !path?.startsWith("/")) return null;
-  const plan = { origin, path, drop: [], set: [] };
-  for (const op of ops) {
-    const colon = op.indexOf(":");
-    if (op.startsWith("-") && op.length > 1) plan.drop.push(op.slice(1));
-    else if (op.startsWith("+") && colon > 1) plan.set.push([op.slice(1, colon), op.slice(colon + 1)]);
-    else return null;
+export function readDecision(status, lines) {
+  const text = lines.join("\n");
+  if (!TEXT.test(text) || !Number.isInteger(status)) return null;
+  if (status === 200) return readForward(lines);
+  if (status === 500 && text === "") {
+    return { answer: { status, error: "", reason: "gateway module failed", fields: [["content-type", JSON_TYPE]], body: JSON.stringify({ error_description: "gateway module failed" }) } };
   }
-  return plan;
+  if (status < 201 || status > 599 || lines.length < 3) return null;
+  const [error, reason] = lines;
+  if (!/^[a-z_]*$/.test(error) || !DESCRIPTION.test(reason)) return null;
+  const fields = [];
+  for (const line of lines.slice(2, -1)) {
+    const field = line.startsWith(">") ? readField(line.slice(1)) : null;
+    if (field === null) return null;
+    fields.push(field);
+  }
+  return { answer: { status, error, reason, fields, body: lines[lines.length - 1] } };
+}
+
+function readForward(lines) {
+  const [origin, path, ...ops] = lines;
+  const authority = /^https?:\/\/(.*)$/.exec(origin ?? "")?.[1];
+  if (authority === undefined || !AUTHORITY.test(authority)) return null;
+  if (path === undefined || !TARGET.test(path)) return null;
+  const plan = { origin, path, drop: [], set: [], responseDrop: [], responseAdd: [] };
+  for (const op of ops) {
+    const marker = op.slice(0, 1);
+    const rest = op.slice(1);
+    if ((marker === "-" || marker === "!") && NAME.test(rest)) {
+      (marker === "-" ? plan.drop : plan.responseDrop).push(rest);
+    } else if ((marker === "+" || marker === ">") && readField(rest) !== null) {
+      (marker === "+" ? plan.set : plan.responseAdd).push(readField(rest));
+    } else {
+      return null;
+    }
+  }
+  return { forward: plan };
 }

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::contract::Decision;
 use crate::engine::{self, EngineOptions, Isolation, ModuleSource, SourceArgs};
 use crate::error::LoadError;
 use crate::instance::{Prepared, Reusable, Runtime, unix_now};
+use contract::Decision;
 use testkit::mix::{Mix, Request, RequestKind};
 
 /// `host-sim bench` arguments.
@@ -328,11 +328,13 @@ pub fn cold_start(
 
 fn matches(request: &Request, outcome: &crate::instance::Outcome) -> bool {
     match outcome {
-        Ok(Decision::Forward(_)) => request.kind.expected_status() == 200,
-        Ok(Decision::Reject(r)) => {
-            r.status == request.kind.expected_status()
-                && Some(r.reason.as_str()) == request.kind.expected_reason()
-        }
+        Ok(decision) => match decision.view() {
+            Decision::Forward(_) => request.kind.expected_status() == 200,
+            Decision::Answer(answer) => {
+                answer.status == request.kind.expected_status()
+                    && Some(answer.reason) == request.kind.expected_reason()
+            }
+        },
         Err(_) => false,
     }
 }

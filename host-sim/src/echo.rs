@@ -11,10 +11,10 @@ use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use crate::contract::SUBJECT_FIELD as SUBJECT_HEADER;
 use crate::exchange::POOL_IDLE_TIMEOUT;
 use crate::limits::{self, ClientLimits};
 use crate::listen::{self, Body, full};
+use contract::fields::SUBJECT as SUBJECT_HEADER;
 
 /// `host-sim upstream` arguments.
 #[derive(Debug, Clone, clap::Args)]

@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+use contract::fields::HostAnswer;
+
 /// Why a module could not be loaded, compiled, or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -75,7 +77,7 @@ pub enum LoadError {
         found: String,
     },
     /// The module speaks a contract version this host does not know.
-    #[error("the module's abi_version is {0}; this host knows version {known} only", known = crate::contract::ABI_VERSION)]
+    #[error("the module's abi_version is {0}; this host knows version {known} only", known = contract::ABI_VERSION)]
     AbiVersion(u32),
     /// The module could not be instantiated or probed.
     #[error("cannot instantiate the module: {0}")]
@@ -114,6 +116,9 @@ pub enum GuestError {
     Instantiate(String),
     /// The module's output does not follow the contract's format.
     #[error("guest answered with malformed output: {0}")]
+    Undecodable(#[from] contract::DecodeError),
+    /// The module's exports or memory do not behave as the contract says.
+    #[error("guest broke the contract: {0}")]
     BadOutput(&'static str),
 }
 
@@ -121,10 +126,7 @@ impl GuestError {
     /// The HTTP status the client gets: 503 for a deadline or a full pool
     /// (try again), 500 for everything that is the module's fault.
     pub fn status(&self) -> u16 {
-        match self {
-            GuestError::Deadline | GuestError::NoSlot => 503,
-            _ => 500,
-        }
+        self.answer().status()
     }
 
     /// The reason as a short phrase (the `Display` text): for logs and `eval`.
@@ -132,14 +134,14 @@ impl GuestError {
         self.to_string()
     }
 
-    /// The `error_description` the client gets, as `worker/ABI.md` ("Answers
-    /// the host makes itself") fixes it for every host: the details stay in
-    /// the host's log.
-    pub fn public_description(&self) -> &'static str {
+    /// The answer the client gets, as `worker/ABI.md` ("Answers the host
+    /// makes itself") fixes it for every host: the details stay in the
+    /// host's log.
+    pub fn answer(&self) -> HostAnswer {
         match self {
-            GuestError::Deadline => "gateway module out of time",
-            GuestError::NoSlot => "gateway busy",
-            _ => "gateway module failed",
+            GuestError::Deadline => HostAnswer::ModuleOutOfTime,
+            GuestError::NoSlot => HostAnswer::GatewayBusy,
+            _ => HostAnswer::ModuleFailed,
         }
     }
 

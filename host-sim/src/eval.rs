@@ -2,10 +2,13 @@
 //!
 //! Each input line is `{"request": "<raw request head, CRLF line ends>"}`,
 //! optionally with `"now": <unix seconds>` and `"peer": "<IP address>"`
-//! (default 127.0.0.1). Each output line is `{"status", "upstream", "sub",
-//! "drop", "set", "error", "reason", "www_authenticate", "body"}`, in input
-//! order; `upstream` is the URL the module forwards to, `drop` and `set` the
-//! fields it removes and sets. A line that is not valid JSON, or has no `request`
+//! (default 127.0.0.1). Each output line is the decision, in input order:
+//! for a forward `{"status": 200, "upstream", "sub", "drop", "set",
+//! "response_drop", "response_add"}` (`upstream` the URL the module forwards
+//! to, `drop` and `set` the request fields it removes and sets, the
+//! `response_` ones what it changes in the upstream's response); for a
+//! direct answer `{"status", "error", "reason", "fields", "body"}` and, for
+//! convenience, `"www_authenticate"` (its challenge field or null). A line that is not valid JSON, or has no `request`
 //! string, gets `{"status": null, ..., "input_error": "..."}` and the rest go on.
 
 use std::io::{BufRead, Write};
@@ -13,8 +16,11 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use crate::contract::{Decision, Input};
+use contract::Decision;
+use contract::owned::DecisionBuf;
+
 use crate::engine::{EngineOptions, Isolation, SourceArgs};
+use crate::input::Input;
 use crate::instance::{Outcome, Reusable, Runtime, unix_now};
 
 /// `host-sim eval` arguments.
@@ -33,19 +39,30 @@ pub struct EvalArgs {
 
 /// The JSON line for one outcome.
 pub fn outcome_json(outcome: &Outcome) -> Value {
+    let host_answer;
     let decision = match outcome {
-        Ok(d) => d.clone(),
-        Err(e) => Decision::from_guest_error(e),
+        Ok(d) => d,
+        Err(e) => {
+            host_answer = DecisionBuf::host_answer(e.answer());
+            &host_answer
+        }
     };
-    match decision {
-        Decision::Forward(plan) => json!({
-            "status": 200, "upstream": format!("{}{}", plan.origin, plan.path), "sub": plan.subject(),
-            "drop": plan.drop, "set": plan.set, "error": null, "reason": null,
-            "www_authenticate": null, "body": null,
+    match decision.view() {
+        Decision::Forward(forward) => json!({
+            "status": 200, "upstream": format!("{}{}", forward.origin, forward.path),
+            "sub": forward.request_set(contract::fields::SUBJECT),
+            "drop": forward.request_drops().collect::<Vec<_>>(),
+            "set": forward.request_sets().collect::<Vec<_>>(),
+            "response_drop": forward.response_drops().collect::<Vec<_>>(),
+            "response_add": forward.response_adds().collect::<Vec<_>>(),
+            "error": null, "reason": null, "www_authenticate": null, "body": null,
         }),
-        Decision::Reject(r) => json!({
-            "status": r.status, "upstream": null, "sub": null, "error": r.error, "reason": r.reason,
-            "www_authenticate": r.www_authenticate, "body": r.body,
+        Decision::Answer(answer) => json!({
+            "status": answer.status, "upstream": null, "sub": null,
+            "error": (!answer.error.is_empty()).then_some(answer.error),
+            "reason": match outcome { Ok(_) => answer.reason.to_owned(), Err(e) => e.reason() },
+            "fields": answer.fields().collect::<Vec<_>>(),
+            "www_authenticate": answer.field("www-authenticate"), "body": answer.body,
         }),
     }
 }

@@ -55,23 +55,18 @@ pub enum ExchangeError {
 impl ExchangeError {
     /// The HTTP status the client gets.
     pub fn status(&self) -> StatusCode {
-        match self {
-            ExchangeError::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ExchangeError::BodyStalled(_) => StatusCode::REQUEST_TIMEOUT,
-            ExchangeError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ExchangeError::TimedOut(_) => StatusCode::GATEWAY_TIMEOUT,
-            ExchangeError::Unreachable(_) => StatusCode::BAD_GATEWAY,
-        }
+        StatusCode::from_u16(self.answer().status()).unwrap_or(StatusCode::BAD_GATEWAY)
     }
 
-    /// The `error_description` of the JSON body the client gets.
-    pub fn public_description(&self) -> &'static str {
+    /// The answer the client gets (`worker/ABI.md`, "Answers the host makes itself").
+    pub fn answer(&self) -> contract::fields::HostAnswer {
+        use contract::fields::HostAnswer;
         match self {
-            ExchangeError::BodyTooLarge(_) => "request body too large",
-            ExchangeError::BodyStalled(_) => "request body timed out",
-            ExchangeError::Busy(_) => "upstream busy",
-            ExchangeError::TimedOut(_) => "upstream timed out",
-            ExchangeError::Unreachable(_) => "upstream unavailable",
+            ExchangeError::BodyTooLarge(_) => HostAnswer::BodyTooLarge,
+            ExchangeError::BodyStalled(_) => HostAnswer::BodyTimedOut,
+            ExchangeError::Busy(_) => HostAnswer::UpstreamBusy,
+            ExchangeError::TimedOut(_) => HostAnswer::UpstreamTimedOut,
+            ExchangeError::Unreachable(_) => HostAnswer::UpstreamUnavailable,
         }
     }
 }

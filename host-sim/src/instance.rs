@@ -19,12 +19,15 @@ use wasmtime::{
     TypedFunc, ValType,
 };
 
-use crate::contract::{self, ABI_VERSION, Decision, Input};
+use contract::ABI_VERSION;
+use contract::owned::DecisionBuf;
+
 use crate::engine::{self, EngineOptions, ModuleSource, Ticker};
 use crate::error::{GuestError, LoadError, one_line};
+use crate::input::{Input, MAX_CONTEXT_LINE};
 
 /// The result of deciding one request: the module's decision, or why there is none.
-pub type Outcome = Result<Decision, GuestError>;
+pub type Outcome = Result<DecisionBuf, GuestError>;
 
 /// What a Store carries: its limits, and the CPU clock of the call under way.
 #[derive(Debug)]
@@ -369,7 +372,7 @@ impl Slot {
     /// Writes the context line and the head into the input buffer, calls
     /// `handle`, parses the output.
     fn decide(&mut self, layout: Layout, input: &Input<'_>, now: f64) -> Outcome {
-        let mut context_buf = [0u8; contract::MAX_CONTEXT_LINE];
+        let mut context_buf = [0u8; MAX_CONTEXT_LINE];
         let context_len = input.write_context_line(&mut context_buf);
         let context = &context_buf[..context_len];
         let total = context.len() + input.head.len();
@@ -390,7 +393,7 @@ impl Slot {
         let budget = self.store.data().cpu.budget;
         self.store.data_mut().cpu.call_started = thread_cpu_time(budget);
         let status = self.handle.call(&mut self.store, (len, now)).map_err(|e| classify(&e))?;
-        contract::parse(status, self.output()?)
+        Ok(DecisionBuf::decode(status, self.output()?)?)
     }
 
     /// The output of the last call.
@@ -563,7 +566,10 @@ impl Runtime {
         let mut slot = self.fresh_slot()?;
         let routes = self.exports.routes.as_ref().ok_or(GuestError::BadOutput("no routes export"))?;
         slot.call0(routes)?;
-        contract::parse_routes(slot.output()?)
+        contract::routes::decode(slot.output()?)
+            .map(|route| route.map(|(aud, url)| (aud.to_owned(), url.to_owned())))
+            .collect::<Result<_, _>>()
+            .map_err(|_| GuestError::BadOutput("route table line"))
     }
 
     /// Decides one request in a fresh instance (new Store, instance from the
@@ -591,7 +597,7 @@ impl Runtime {
         }
         let outcome = slot.decide(self.layout, &input.into(), now);
         if let Err(e) = &outcome
-            && (e.poisons_instance() || matches!(e, GuestError::BadOutput(_)))
+            && (e.poisons_instance() || matches!(e, GuestError::BadOutput(_) | GuestError::Undecodable(_)))
         {
             reusable.slot = None;
         }

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`engine`] | the engine's configuration, loading `.wasm` (JIT) or `.cwasm`, the epoch ticker |
 //! | [`instance`] | the contract check, `InstancePre`, per-Store limits, deciding a request (fresh or reused instance) |
-//! | [`contract`] | the contract as the host speaks it: ABI version, the [`contract::Input`] it writes, the [`contract::Decision`] it reads, its own answers |
+//! | [`input`] | what the host writes into the module: the [`input::Input`] (context line and head); the decision it reads back is the `contract` crate's |
 //! | [`error`] | [`error::LoadError`] (refuse to start) and [`error::GuestError`] (500/503 for one request) |
 //! | [`compile`], [`eval`], [`bench`], [`serve`], [`echo`], [`mint`] | the commands |
 //! | [`listen`], [`upstream`] | HTTP server plumbing and forwarding upstream |
@@ -17,7 +17,6 @@
 //! ```no_run
 //! use host_sim::engine::{EngineOptions, ModuleSource};
 //! use host_sim::instance::{Reusable, Runtime};
-//! use host_sim::contract::Decision;
 //! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 2)?;
 //! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
 //! let outcome = runtime.decide_fresh(head, 1.8e9);
@@ -28,13 +27,13 @@
 pub mod access_log;
 pub mod bench;
 pub mod compile;
-pub mod contract;
 pub mod echo;
 pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod exchange;
 pub mod gate;
+pub mod input;
 pub mod instance;
 pub mod limits;
 pub mod listen;

@@ -21,8 +21,8 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, Re
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::contract::description_body;
 use crate::limits::ClientLimits;
+use contract::fields::HostAnswer;
 
 /// Any error a body may end with: the upstream's, or a limit's.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -190,7 +190,7 @@ pub const BUSY_LINGER: Duration = Duration::from_secs(1);
 fn answer_busy(mut stream: TcpStream, busy: &Arc<Semaphore>) {
     let Ok(answering) = Arc::clone(busy).try_acquire_owned() else { return };
     tokio::spawn(async move {
-        let body = description_body("gateway busy");
+        let body = HostAnswer::GatewayBusy.body();
         let answer = format!(
             "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()

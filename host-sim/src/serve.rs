@@ -1,8 +1,8 @@
 //! `host-sim serve`: the gateway on real HTTP. Every request's head goes
 //! through the module with the peer's address; accepted requests are
 //! forwarded upstream exactly as the module planned ([`crate::upstream`]),
-//! rejections are answered directly with their
-//! status, `WWW-Authenticate` and JSON body, and a module that fails
+//! direct answers are sent with exactly the module's status, fields and
+//! body, and a module that fails
 //! (trap, deadline, memory) gets the client a 500 or 503 while the server
 //! goes on. Clients and upstreams are held to the limits of
 //! [`crate::limits`].
@@ -13,17 +13,18 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use http::StatusCode;
+use contract::Decision;
+use contract::owned::DecisionBuf;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
 use crate::access_log;
-use crate::contract::{Decision, Input, Scheme};
 use crate::engine::{EngineOptions, Isolation, SourceArgs};
+use crate::input::{Input, Scheme};
 use crate::instance::{Outcome, Reusable, Runtime, unix_seconds};
 use crate::limits::{self, LimitArgs};
 use crate::listen::{self, Body};
-use crate::upstream::{Forwarder, json_response, parse_overrides};
+use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
 /// `host-sim serve` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -105,40 +106,53 @@ impl Gateway {
         let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
         let outcome = self.decide(Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head });
-        let (response, note) = match outcome {
-            Ok(Decision::Forward(plan)) => {
+        let decision = match outcome {
+            Ok(decision) => decision,
+            Err(e) => {
+                let answer = DecisionBuf::host_answer(e.answer());
+                return self.log(
+                    remote,
+                    &method,
+                    &target,
+                    start,
+                    answer_response(&answer),
+                    &format!("answer: {e}"),
+                );
+            }
+        };
+        let (response, note) = match decision.view() {
+            Decision::Forward(forward) => {
                 let note = format!(
                     "forward {}{} sub={}",
-                    self.forwarder.resolve(&plan.origin),
-                    plan.path,
-                    plan.subject().unwrap_or("-")
+                    self.forwarder.resolve(forward.origin),
+                    forward.path,
+                    forward.request_set(contract::fields::SUBJECT).unwrap_or("-")
                 );
-                match self.forwarder.forward(request, &plan).await {
+                match self.forwarder.forward(request, &forward).await {
                     Ok(response) => (response, note),
                     Err(e) => (e.response(), format!("{note}: {e}")),
                 }
             }
-            Ok(decision @ Decision::Reject(_)) => reject(&decision),
-            Err(e) => reject(&Decision::from_guest_error(&e)),
+            Decision::Answer(answer) => (answer_response(&decision), format!("answer: {}", answer.reason)),
         };
+        self.log(remote, &method, &target, start, response, &note)
+    }
+
+    /// Writes the access-log line, when asked, and returns the response.
+    fn log(
+        &self,
+        remote: SocketAddr,
+        method: &http::Method,
+        target: &str,
+        start: Instant,
+        response: Response<Body>,
+        note: &str,
+    ) -> Response<Body> {
         if self.access_log {
             let status = response.status().as_u16();
-            eprintln!(
-                "{}",
-                access_log::line(remote, method.as_str(), &target, status, start.elapsed(), &note)
-            );
+            eprintln!("{}", access_log::line(remote, method.as_str(), target, status, start.elapsed(), note));
         }
         response
-    }
-}
-
-fn reject(decision: &Decision) -> (Response<Body>, String) {
-    match decision {
-        Decision::Reject(r) => {
-            let status = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (json_response(status, &r.body, r.www_authenticate.as_deref()), format!("reject: {}", r.reason))
-        }
-        Decision::Forward(_) => (json_response(StatusCode::INTERNAL_SERVER_ERROR, "{}", None), "?".into()),
     }
 }
 
@@ -189,7 +203,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     };
     let overrides = match parse_overrides(&args.upstream_override, &routes) {
         Ok(o) => o,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let tokio = match listen::runtime(threads) {
         Ok(t) => t,

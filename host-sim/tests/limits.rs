@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Guard, Reply, head, send, start, start_command};
-use host_sim::contract::Decision;
+use contract::Decision;
 use host_sim::engine::Isolation;
 use host_sim::limits::{ClientLimits, ForwardLimits};
 use host_sim::serve::Gateway;
@@ -523,8 +523,8 @@ fn a_clock_that_cannot_be_read_gives_500_not_a_pass() {
     let forwarder = Forwarder::new(HashMap::new(), forward_limits());
     let gateway =
         Gateway::new(common::runtime(), Isolation::Fresh, forwarder, false).with_clock(broken_clock);
-    let Ok(Decision::Reject(rejected)) = gateway.decide(host_sim::contract::Input::from(request.as_bytes()))
-    else {
+    let decision = gateway.decide(host_sim::input::Input::from(request.as_bytes())).expect("a decision");
+    let Decision::Answer(rejected) = decision.view() else {
         panic!("a broken clock must not let the token through")
     };
     assert_eq!(rejected.status, 500);

@@ -30,7 +30,7 @@ fn a_million_requests_per_mode_leave_resident_memory_flat() {
             for request in mix.iter().cycle().take(n) {
                 let outcome = runtime.decide(isolation, &mut reusable, request.head.as_bytes(), now);
                 let decision = outcome.expect("the module decides every request of the mix");
-                forwarded += usize::from(matches!(decision, host_sim::contract::Decision::Forward(_)));
+                forwarded += usize::from(matches!(decision.view(), contract::Decision::Forward(_)));
             }
             forwarded
         };

@@ -159,30 +159,26 @@ pub enum Verdict {
 }
 
 impl Decision {
-    /// The output's `\n`-separated fields.
-    pub fn fields(&self) -> Vec<&[u8]> {
-        self.output.split(|&b| b == b'\n').collect()
+    /// The decision as the contract reads it.
+    pub fn view(&self) -> Result<contract::Decision<'_>, contract::DecodeError> {
+        contract::Decision::decode(self.status, &self.output)
     }
 
     /// The verdict, once [`Decision::check`] has passed.
     pub fn verdict(&self) -> Result<Verdict, String> {
         self.check()?;
-        let fields = self.fields();
-        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        if self.status == 200 {
-            let subject = fields.iter().find_map(|f| f.strip_prefix(b"+x-gateway-subject:")).map(text);
-            return Ok(Verdict::Forward {
-                upstream: format!("{}{}", text(fields[0]), text(fields[1])),
-                subject: subject.unwrap_or_default(),
-            });
+        match self.view().map_err(|e| e.to_string())? {
+            contract::Decision::Forward(forward) => Ok(Verdict::Forward {
+                upstream: format!("{}{}", forward.origin, forward.path),
+                subject: forward.request_set(contract::fields::SUBJECT).unwrap_or_default().to_owned(),
+            }),
+            contract::Decision::Answer(answer) => Rejection::ALL
+                .iter()
+                .copied()
+                .find(|r| r.reason() == answer.reason)
+                .map(Verdict::Reject)
+                .ok_or_else(|| format!("unknown reason {:?}", answer.reason)),
         }
-        let reason = text(fields[1]);
-        Rejection::ALL
-            .iter()
-            .copied()
-            .find(|r| r.reason() == reason)
-            .map(Verdict::Reject)
-            .ok_or_else(|| format!("unknown reason {reason:?}"))
     }
 
     /// True for a forward decision.
@@ -191,68 +187,58 @@ impl Decision {
     }
 
     /// The invariants every answer meets, whatever the request (`ABI.md`):
-    /// a known status; ASCII output; a forward to a configured origin under
-    /// its route's base path, with field operations only; four fields for a
-    /// reject; a reject's reason is one of the gateway's, with that status,
-    /// error code and challenge; its body is JSON naming the same reason.
+    /// a decision the contract reads; a known status; a forward to a
+    /// configured origin under its route's base path that never sets
+    /// Authorization; an answer's reason is one of the gateway's, with that
+    /// status, error code and challenge; its body is JSON naming the same
+    /// reason.
     pub fn check(&self) -> Result<(), String> {
         let fail = |why: &str| Err(format!("{why}: status {} output {:?}", self.status, self.shown()));
-        if !matches!(self.status, 200 | 400 | 401 | 414 | 431 | 500) {
+        if !matches!(self.status, 200 | 400 | 401 | 403 | 404 | 414 | 431 | 500) {
             return fail("unexpected status");
         }
-        if !self.output.iter().all(|&b| b == b'\n' || (0x20..=0x7e).contains(&b)) {
-            return fail("output is not printable ASCII");
-        }
-        let fields = self.fields();
-        if self.status == 200 {
-            if fields.len() < 2 {
-                return fail("a forward has an origin and a path");
+        let answer = match self.view() {
+            Err(e) => return fail(&format!("not a decision the contract reads ({e})")),
+            Ok(contract::Decision::Forward(forward)) => {
+                let url = format!("{}{}", forward.origin, forward.path);
+                let under_a_route = config().routes.iter().any(|r| {
+                    forward.origin == r.origin
+                        && url[r.origin.len()..].starts_with(r.base_path)
+                        && url[r.origin.len() + r.base_path.len()..].starts_with('/')
+                });
+                if !under_a_route {
+                    return fail("forward to an upstream that is not configured");
+                }
+                if forward.request_sets().any(|(name, _)| name == "authorization") {
+                    return fail("a forward never sets Authorization");
+                }
+                return Ok(());
             }
-            let url = format!("{}{}", String::from_utf8_lossy(fields[0]), String::from_utf8_lossy(fields[1]));
-            let under_a_route = config().routes.iter().any(|r| {
-                String::from_utf8_lossy(fields[0]) == r.origin
-                    && url[r.origin.len()..].starts_with(r.base_path)
-                    && url[r.origin.len() + r.base_path.len()..].starts_with('/')
-            });
-            if !under_a_route {
-                return fail("forward to an upstream that is not configured");
-            }
-            if !fields[2..].iter().all(|f| f.len() > 1 && (f[0] == b'-' || f[0] == b'+')) {
-                return fail("a forward's fields after the path are field operations");
-            }
-            if fields[2..].iter().any(|f| f.eq_ignore_ascii_case(b"+authorization")) {
-                return fail("a forward never sets Authorization");
-            }
-            return Ok(());
-        }
-        if fields.len() != 4 {
-            return fail("a reject has four fields");
-        }
-        let reason = String::from_utf8_lossy(fields[1]);
-        let Some(rejection) = Rejection::ALL.iter().copied().find(|r| r.reason() == reason) else {
+            Ok(contract::Decision::Answer(answer)) => answer,
+        };
+        let Some(rejection) = Rejection::ALL.iter().copied().find(|r| r.reason() == answer.reason) else {
             return fail("unknown reason");
         };
-        if u32::from(rejection.status()) != self.status {
+        if rejection.status() != answer.status {
             return fail("status does not match the reason");
         }
         let code = rejection.error_code().map_or("", |c| c.as_str());
-        if fields[0] != code.as_bytes() {
+        if answer.error != code {
             return fail("error code does not match the reason");
         }
-        let challenge = String::from_utf8_lossy(fields[2]);
         let realm = format!("Bearer realm=\"{}\"", config().realm);
-        let challenge_ok = match (self.status, code) {
-            (500, _) => challenge.is_empty(),
-            (_, "") => challenge == realm,
-            _ => {
-                challenge
-                    == format!("{realm}, error=\"{code}\", error_description=\"{}\"", rejection.reason())
-            }
+        let expected = match (answer.status, code) {
+            (500, _) => None,
+            (_, "") => Some(realm),
+            _ => Some(format!("{realm}, error=\"{code}\", error_description=\"{}\"", rejection.reason())),
         };
-        if !challenge_ok {
+        if answer.field("www-authenticate") != expected.as_deref() {
             return fail("WWW-Authenticate does not match the reason");
         }
-        match serde_json::from_slice::<serde_json::Value>(fields[3]) {
+        if answer.field("content-type") != Some(contract::fields::JSON) {
+            return fail("the body is not declared JSON");
+        }
+        match serde_json::from_str::<serde_json::Value>(answer.body) {
             Ok(body) if body["error_description"] == rejection.reason() => Ok(()),
             _ => fail("body is not JSON with the reason"),
         }

@@ -431,7 +431,7 @@ fn differential_against_jsonwebtoken_10000_tokens_per_algorithm() {
 /// refused with their reason.
 #[test]
 fn the_module_with_every_algorithm_decides_in_wasmtime() {
-    use host_sim::contract::Decision;
+    use contract::Decision;
     use host_sim::engine::{EngineOptions, ModuleSource};
     use host_sim::instance::Runtime;
 
@@ -454,9 +454,9 @@ fn the_module_with_every_algorithm_decides_in_wasmtime() {
         let token = mint(signer, &short);
         assert!(token.len() <= 2048, "{} bytes", token.len());
         let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n");
-        match runtime.decide_fresh(head.as_bytes(), now).unwrap() {
+        match runtime.decide_fresh(head.as_bytes(), now).unwrap().view() {
             Decision::Forward(plan) => assert_eq!(plan.origin, "http://127.0.0.1:9202", "{}", signer.kid),
-            Decision::Reject(r) => panic!("{}: {} {}", signer.kid, r.status, r.reason),
+            Decision::Answer(r) => panic!("{}: {} {}", signer.kid, r.status, r.reason),
         }
         let mut sig = signature_of(&token);
         sig[5] ^= 1;
@@ -468,10 +468,8 @@ fn the_module_with_every_algorithm_decides_in_wasmtime() {
             ),
         ] {
             let head = format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {bad}\r\n\r\n");
-            match runtime.decide_fresh(head.as_bytes(), now).unwrap() {
-                Decision::Reject(r) => {
-                    assert_eq!((r.status, r.reason.as_str()), (401, reason), "{}", signer.kid)
-                }
+            match runtime.decide_fresh(head.as_bytes(), now).unwrap().view() {
+                Decision::Answer(r) => assert_eq!((r.status, r.reason), (401, reason), "{}", signer.kid),
                 Decision::Forward(_) => panic!("{} forwarded {bad}", signer.kid),
             }
         }
@@ -575,7 +573,7 @@ fn per_token_time() {
 #[test]
 #[ignore = "a measurement: run it by name"]
 fn per_request_time_in_wasmtime() {
-    use host_sim::contract::Decision;
+    use contract::Decision;
     use host_sim::engine::{EngineOptions, ModuleSource};
     use host_sim::instance::{Reusable, Runtime};
     use std::time::Instant;
@@ -605,9 +603,9 @@ fn per_request_time_in_wasmtime() {
     let head = |token: &str| format!("GET /x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n");
     for (name, tokens) in kinds {
         let heads: Vec<String> = tokens.iter().map(|t| head(t)).collect();
-        match runtime.decide_fresh(heads[0].as_bytes(), now as f64).unwrap() {
+        match runtime.decide_fresh(heads[0].as_bytes(), now as f64).unwrap().view() {
             Decision::Forward(_) => {}
-            Decision::Reject(r) => {
+            Decision::Answer(r) => {
                 eprintln!(
                     "{name:<9} not measured: {} {} ({} token bytes)",
                     r.status,

@@ -10,11 +10,11 @@ use crate::config::{COMPILED, Config};
 use crate::gateway;
 use crate::reject::Rejection;
 use crate::request::TOKEN_CAPACITY;
-use crate::response::{OUTPUT_CAPACITY, Output};
+use crate::response::OUTPUT_CAPACITY;
 use crate::target::MAX_TARGET_LEN;
 
 /// The contract version; a host refuses a module whose version it does not know.
-pub const ABI_VERSION: u32 = 2;
+pub use contract::ABI_VERSION;
 
 /// The input buffer's size: the largest request head the module accepts.
 pub const INPUT_CAPACITY: usize = 16 << 10; // 16 KiB
@@ -76,17 +76,12 @@ impl Instance {
     /// Writes the route table into the output (`ABI.md`, "Routes"), so a
     /// host learns the module's upstreams from the module itself.
     pub fn routes(&mut self, config: &Config<'_>) -> u32 {
-        let mut out = Output::new(&mut self.scratch[..OUTPUT_CAPACITY]);
-        let written = config.routes.iter().enumerate().try_for_each(|(i, route)| {
-            let separator: &[u8] = if i == 0 { b"" } else { b"\n" };
-            out.push_all(&[
-                separator,
-                route.audience.as_bytes(),
-                b" ",
-                route.origin.as_bytes(),
-                route.base_path.as_bytes(),
-            ])
-        });
+        let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let written = config
+            .routes
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, route)| out.route(i == 0, route.audience, route.origin, route.base_path));
         self.output_len = if written.is_ok() { out.written() } else { 0 };
         self.output_len as u32
     }
@@ -188,7 +183,7 @@ mod tests {
         let mut instance = std::boxed::Box::new(Instance::new());
         let status = instance.handle(INPUT_CAPACITY as u32 + 1, 1.8e9, compiled_config());
         assert_eq!(status, 431);
-        assert!(instance.output().starts_with(b"invalid_request\nrequest head too large\n"));
+        assert!(instance.output().starts_with(b"invalid_request\nrequest head too large\n>"));
     }
 
     #[test]

@@ -24,16 +24,15 @@
 //! peer), `X-Forwarded-Proto` and, when the request named one,
 //! `X-Forwarded-Host`.
 
+use contract::Encoder;
+use contract::fields::SUBJECT;
+
 use crate::claims::Grant;
 use crate::config::Config;
 use crate::context::Context;
 use crate::reject::Rejection;
 use crate::request::Head;
-use crate::response::Output;
 use crate::target::Target;
-
-/// The header that carries the token's subject upstream.
-pub const SUBJECT_FIELD: &str = "x-gateway-subject";
 
 /// Fields dropped whatever else is true of the request (canonical names).
 const DROPPED: [&str; 12] = [
@@ -56,7 +55,7 @@ const DROPPED_PREFIXES: [&str; 2] = ["x-gateway-", "x-forwarded-"];
 
 /// Writes the forward plan for an accepted request.
 pub fn write_plan(
-    out: &mut Output<'_>,
+    out: &mut Encoder<'_>,
     grant: &Grant<'_, '_>,
     head: &Head<'_, '_>,
     target: &Target<'_, '_>,
@@ -64,34 +63,48 @@ pub fn write_plan(
     config: &Config<'_>,
 ) -> Result<(), Rejection> {
     let route = grant.route;
-    out.push_all(&[route.origin.as_bytes(), b"\n", route.base_path.as_bytes(), target.path_and_query])?;
+    out.forward(route.origin, &[route.base_path.as_bytes(), target.path_and_query])?;
     for (i, field) in head.fields.iter().enumerate() {
         let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
         if !seen_before && is_dropped(field.name.as_bytes(), head) {
-            out.push(b"\n-")?;
-            out.push_lower(field.name.as_bytes())?;
+            out.drop_request_field(field.name.as_bytes())?;
         }
     }
     if let Some(subject) = grant.subject {
-        set_field(out, SUBJECT_FIELD, &[subject.as_bytes()])?;
+        out.set_request_field(SUBJECT, &[subject.as_bytes()])?;
     }
-    out.push_all(&[b"\n+x-forwarded-for:"])?;
-    if config.trusted_proxy_hops > 0 {
-        for value in head.named("x-forwarded-for") {
-            out.push_all(&[value, b", "])?;
-        }
-    }
-    out.push(context.peer.as_bytes())?;
-    set_field(out, "x-forwarded-proto", &[context.scheme.as_bytes()])?;
+    write_forwarded_for(out, head, context, config)?;
+    out.set_request_field("x-forwarded-proto", &[context.scheme.as_str().as_bytes()])?;
     match target.authority.or_else(|| head.host()) {
-        Some(host) if !host.is_empty() => set_field(out, "x-forwarded-host", &[host]),
+        Some(host) if !host.is_empty() => Ok(out.set_request_field("x-forwarded-host", &[host])?),
         _ => Ok(()),
     }
 }
 
-fn set_field(out: &mut Output<'_>, name: &str, value: &[&[u8]]) -> Result<(), Rejection> {
-    out.push_all(&[b"\n+", name.as_bytes(), b":"])?;
-    out.push_all(value)
+/// `X-Forwarded-For`: the peer, after the client's chain when proxies in
+/// front are trusted. A trusted chain travels as written, so it must be
+/// printable ASCII (the contract's values are); anything else is refused.
+fn write_forwarded_for(
+    out: &mut Encoder<'_>,
+    head: &Head<'_, '_>,
+    context: &Context<'_>,
+    config: &Config<'_>,
+) -> Result<(), Rejection> {
+    const MAX_CHAIN: usize = crate::request::MAX_HEADERS;
+    let mut parts: [&[u8]; 2 * MAX_CHAIN + 1] = [b""; 2 * MAX_CHAIN + 1];
+    let mut len = 0;
+    if config.trusted_proxy_hops > 0 {
+        for value in head.named("x-forwarded-for").take(MAX_CHAIN) {
+            if !value.iter().all(|b| (0x20..0x7f).contains(b)) {
+                return Err(Rejection::InvalidFieldValue);
+            }
+            parts[len] = value;
+            parts[len + 1] = b", ";
+            len += 2;
+        }
+    }
+    parts[len] = context.peer.as_bytes();
+    Ok(out.set_request_field("x-forwarded-for", &parts[..=len])?)
 }
 
 /// True when the field `name` of `head` must not reach the upstream.
@@ -152,12 +165,11 @@ mod tests {
         let mut arena = Arena::new(&mut region);
         let target = crate::target::normalize(head.method, head.target, &mut arena).expect("valid target");
         let mut buf = std::vec![0u8; 16 << 10];
-        let mut out = Output::new(&mut buf);
+        let mut out = Encoder::new(&mut buf);
         let grant = Grant { route: &ROUTE, subject: sub };
-        let context = Context { scheme: "https", peer: "192.0.2.7" };
+        let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7" };
         write_plan(&mut out, &grant, &head, &target, &context, &config(hops)).expect("fits");
-        let len = out.written();
-        String::from_utf8(buf[..len].to_vec()).expect("ASCII").split('\n').map(String::from).collect()
+        String::from_utf8(out.as_bytes().to_vec()).expect("ASCII").split('\n').map(String::from).collect()
     }
 
     #[test]

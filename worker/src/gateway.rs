@@ -8,8 +8,9 @@ use crate::claims::{self, Grant};
 use crate::config::Config;
 use crate::reject::Rejection;
 use crate::request::{self, Head, MAX_HEADERS};
-use crate::response::{self, OUTPUT_CAPACITY, Output};
+use crate::response::{self, OUTPUT_CAPACITY};
 use crate::{context, forward, header, jws, signature, target};
+use contract::Encoder;
 
 /// The largest clock value accepted: 2^53, the last integer a JavaScript
 /// number holds exactly.
@@ -57,7 +58,7 @@ fn decide_with<'a>(
     }
     let (out, rest) = scratch.split_at_mut(OUTPUT_CAPACITY);
     let mut arena = Arena::new(rest);
-    let mut writer = Output::new(&mut *out);
+    let mut writer = Encoder::new(&mut *out);
     let written = clock(now)
         .and_then(|now| decide(input, now, config, &mut arena, &mut writer, cache))
         .map(|()| writer.written());
@@ -79,7 +80,7 @@ fn decide(
     now: u64,
     config: &Config<'_>,
     arena: &mut Arena<'_>,
-    out: &mut Output<'_>,
+    out: &mut Encoder<'_>,
     cache: Option<&mut TokenCache>,
 ) -> Result<(), Rejection> {
     let (context, head_bytes) = context::split(input)?;
@@ -152,7 +153,7 @@ fn finish<'a>(written: Result<usize, Rejection>, config: &Config<'_>, out: &'a m
     let (status, len) = match written {
         Ok(len) => (200, len),
         Err(rejection) => {
-            let mut writer = Output::new(&mut *out);
+            let mut writer = Encoder::new(&mut *out);
             match response::write_rejection(&mut writer, rejection, config.realm) {
                 Ok(()) => (rejection.status(), writer.written()),
                 Err(_) => (500, 0),

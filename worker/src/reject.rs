@@ -182,6 +182,14 @@ rejections! {
     InvalidContext => (500, NONE, "host context invalid"),
 }
 
+impl From<contract::Full> for Rejection {
+    /// The output buffer could not hold the decision: the gateway's own
+    /// failure, answered 500.
+    fn from(_: contract::Full) -> Self {
+        Rejection::ScratchExhausted
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,15 @@
-//! Phase 7, respond: the rejection, written into the output buffer in the
-//! format `ABI.md` specifies (a forward is written by [`crate::forward`]).
+//! Phase 7, respond: a rejection as the direct answer the host sends
+//! (`ABI.md`, "Answer"): status, fields and body, written with the
+//! contract's encoder (a forward is written by [`crate::forward`]).
 //!
-//! A rejection is four lines: the RFC 6750 error code (empty when there is
-//! none), the reason, the `WWW-Authenticate` value (empty for a 500), and
-//! the JSON body. Hosts split on `\n`; no field can contain one (the config
-//! and the claims checks make sure of that).
+//! An answer carries its RFC 6750 error code and reason (for the host's
+//! log), a `WWW-Authenticate` challenge for 401s and for every answer with
+//! an error code, `Content-Type: application/json`, and a short JSON body.
+//! Every piece comes from the rejection table or the config, whose checks
+//! keep line breaks and quotes out of them.
+
+use contract::Encoder;
+pub use contract::Full;
 
 use crate::reject::Rejection;
 
@@ -14,122 +19,92 @@ use crate::reject::Rejection;
 /// request head (at most 16 KiB with their separators), so 28 KiB holds any.
 pub const OUTPUT_CAPACITY: usize = 28 << 10; // 28 KiB
 
-/// Appends bytes to a fixed buffer; running out is an error, not a panic.
-pub struct Output<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl<'a> Output<'a> {
-    /// An empty output over `buf`.
-    pub fn new(buf: &'a mut [u8]) -> Self {
-        Output { buf, len: 0 }
+/// Writes the answer to `rejection`; its status is `rejection.status()`.
+pub fn write_rejection(out: &mut Encoder<'_>, rejection: Rejection, realm: &str) -> Result<(), Full> {
+    let code = rejection.error_code().map_or("", |c| c.as_str());
+    let reason = rejection.reason();
+    out.answer(code, reason)?;
+    if rejection.status() == 401 || !code.is_empty() {
+        let challenge: [&[u8]; 8] = [
+            b"Bearer realm=\"",
+            realm.as_bytes(),
+            b"\"",
+            b", error=\"",
+            code.as_bytes(),
+            b"\", error_description=\"",
+            reason.as_bytes(),
+            b"\"",
+        ];
+        let parts = if code.is_empty() { &challenge[..3] } else { &challenge[..] };
+        out.add_response_field("www-authenticate", parts)?;
     }
-
-    /// The bytes written so far.
-    pub fn written(&self) -> usize {
-        self.len
+    out.add_response_field("content-type", &[contract::fields::JSON.as_bytes()])?;
+    let body: [&[u8]; 6] =
+        [b"{\"error\":\"", code.as_bytes(), b"\",", b"\"error_description\":\"", reason.as_bytes(), b"\"}"];
+    match code.is_empty() {
+        true => out.body(&[b"{", body[3], body[4], body[5]]),
+        false => out.body(&body),
     }
-
-    /// Forgets what was written (a forward plan that turned into a rejection).
-    pub fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Appends `bytes`.
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
-        let end = self.len + bytes.len();
-        self.buf.get_mut(self.len..end).ok_or(Rejection::ScratchExhausted)?.copy_from_slice(bytes);
-        self.len = end;
-        Ok(())
-    }
-
-    /// Appends each of `parts` in turn.
-    pub fn push_all(&mut self, parts: &[&[u8]]) -> Result<(), Rejection> {
-        parts.iter().try_for_each(|part| self.push(part))
-    }
-
-    /// Appends `bytes` in ASCII lower case.
-    pub fn push_lower(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
-        let start = self.len;
-        self.push(bytes)?;
-        self.buf[start..self.len].make_ascii_lowercase();
-        Ok(())
-    }
-}
-
-/// Writes a rejection; the status is `rejection.status()`.
-pub fn write_rejection(out: &mut Output<'_>, rejection: Rejection, realm: &str) -> Result<(), Rejection> {
-    let code = rejection.error_code().map_or("", |c| c.as_str()).as_bytes();
-    let reason = rejection.reason().as_bytes();
-    out.push_all(&[code, b"\n", reason, b"\n"])?;
-    if rejection.status() < 500 {
-        out.push_all(&[b"Bearer realm=\"", realm.as_bytes(), b"\""])?;
-        if !code.is_empty() {
-            out.push_all(&[b", error=\"", code, b"\", error_description=\"", reason, b"\""])?;
-        }
-    }
-    out.push(b"\n{")?;
-    if !code.is_empty() {
-        out.push_all(&[b"\"error\":\"", code, b"\","])?;
-    }
-    out.push_all(&[b"\"error_description\":\"", reason, b"\"}"])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use contract::Decision;
 
-    fn written(f: impl FnOnce(&mut Output<'_>) -> Result<(), Rejection>) -> std::string::String {
+    fn written(rejection: Rejection, realm: &str) -> std::string::String {
         let mut buf = std::vec![0u8; OUTPUT_CAPACITY];
-        let mut out = Output::new(&mut buf);
-        f(&mut out).expect("fits");
-        let len = out.written();
-        std::string::String::from_utf8(buf[..len].to_vec()).expect("utf8")
+        let mut out = Encoder::new(&mut buf);
+        write_rejection(&mut out, rejection, realm).expect("fits");
+        std::string::String::from_utf8(out.as_bytes().to_vec()).expect("utf8")
     }
 
     #[test]
     fn invalid_token_challenge_and_body() {
-        let text = written(|o| write_rejection(o, Rejection::Expired, "gateway"));
         assert_eq!(
-            text,
+            written(Rejection::Expired, "gateway"),
             "invalid_token\ntoken expired\n\
-             Bearer realm=\"gateway\", error=\"invalid_token\", error_description=\"token expired\"\n\
+             >www-authenticate:Bearer realm=\"gateway\", error=\"invalid_token\", error_description=\"token expired\"\n\
+             >content-type:application/json\n\
              {\"error\":\"invalid_token\",\"error_description\":\"token expired\"}"
         );
     }
 
     #[test]
     fn no_credentials_challenge_has_no_error_code() {
-        let text = written(|o| write_rejection(o, Rejection::MissingAuthorization, "gw"));
         assert_eq!(
-            text,
-            "\nbearer token required\nBearer realm=\"gw\"\n{\"error_description\":\"bearer token required\"}"
+            written(Rejection::MissingAuthorization, "gw"),
+            "\nbearer token required\n>www-authenticate:Bearer realm=\"gw\"\n>content-type:application/json\n\
+             {\"error_description\":\"bearer token required\"}"
         );
     }
 
     #[test]
     fn server_errors_have_no_challenge() {
-        let text = written(|o| write_rejection(o, Rejection::InvalidClock, "gw"));
-        assert_eq!(text, "\nhost clock invalid\n\n{\"error_description\":\"host clock invalid\"}");
+        assert_eq!(
+            written(Rejection::InvalidClock, "gw"),
+            "\nhost clock invalid\n>content-type:application/json\n{\"error_description\":\"host clock invalid\"}"
+        );
     }
 
     #[test]
-    fn every_rejection_body_is_json_and_fits() {
+    fn every_rejection_is_an_answer_the_contract_reads() {
         let realm = "r".repeat(200);
         for &rejection in Rejection::ALL {
-            let text = written(|o| write_rejection(o, rejection, &realm));
-            let lines: std::vec::Vec<&str> = text.split('\n').collect();
-            assert_eq!(lines.len(), 4, "{rejection:?}");
-            let body: serde_json::Value = serde_json::from_str(lines[3]).expect("JSON body");
+            let text = written(rejection, &realm);
+            let decision = Decision::decode(u32::from(rejection.status()), text.as_bytes());
+            let Ok(Decision::Answer(answer)) = decision else { panic!("{rejection:?}: {decision:?}") };
+            assert_eq!(answer.reason, rejection.reason());
+            let body: serde_json::Value = serde_json::from_str(answer.body).expect("JSON body");
             assert_eq!(body["error_description"], rejection.reason());
+            assert_eq!(answer.field("content-type"), Some("application/json"));
         }
     }
 
     #[test]
     fn running_out_of_room_is_an_error() {
         let mut buf = [0u8; 8];
-        let mut out = Output::new(&mut buf);
-        assert_eq!(write_rejection(&mut out, Rejection::Expired, "gw"), Err(Rejection::ScratchExhausted));
+        let mut out = Encoder::new(&mut buf);
+        assert_eq!(write_rejection(&mut out, Rejection::Expired, "gw"), Err(Full));
     }
 }

@@ -5,9 +5,10 @@
 //   node --test deploy/workerd/test/
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import binaryen from "binaryen";
-import { Gateway, contextLine, parsePlan, parseUpstreamOverride, requestHead, requestTarget } from "../gateway.mjs";
+import { Gateway, contextLine, parseUpstreamOverride, readDecision, requestHead, requestTarget } from "../gateway.mjs";
 import { FIXTURE_WASM, mintToken, readFixture, startEcho } from "../harness.mjs";
 
 const config = readFixture();
@@ -22,8 +23,9 @@ const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now()
  * address) starts with "TRAP", and otherwise answers 401 "bearer token required".
  * Each instance counts its calls in a global, so a fresh one starts at 0.
  */
-function fakeModule(abiVersion = 2) {
-  const answer = '\nbearer token required\nBearer realm="t"\n{"error_description":"bearer token required"}';
+function fakeModule(abiVersion = 3) {
+  const answer =
+    '\nbearer token required\n>www-authenticate:Bearer realm="t"\n>content-type:application/json\n{"error_description":"bearer token required"}';
   const watString = [...answer].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
   const wat = `(module
     (memory (export "memory") 1)
@@ -94,16 +96,25 @@ describe("request head", () => {
     assert.equal(contextLine(withPeer("1.2.3.4\nhttp 5.6.7.8")), "https unknown\n");
   });
 
-  test("a forward plan from the module's lines", () => {
-    assert.deepEqual(parsePlan(["http://u:1", "/svc/x?q", "-host", "+x-gateway-subject:a:b"]), {
-      origin: "http://u:1",
-      path: "/svc/x?q",
-      drop: ["host"],
-      set: [["x-gateway-subject", "a:b"]],
-    });
-    assert.equal(parsePlan(["http://u", "relative"]), null);
-    assert.equal(parsePlan(["ftp://u", "/"]), null);
-    assert.equal(parsePlan(["http://u", "/", "?odd"]), null);
+  test("decisions are read as the contract crate reads them (contract/golden/decisions.json)", () => {
+    const golden = JSON.parse(readFileSync(fileURLToPath(new URL("../../../contract/golden/decisions.json", import.meta.url)), "utf8"));
+    assert.ok(golden.length >= 30);
+    for (const { name, status, output, expect } of golden) {
+      const got = readDecision(status, output.split("\n"));
+      if (expect.refused) {
+        assert.equal(got, null, name);
+      } else if (expect.forward) {
+        const ops = [
+          ...got.forward.drop.map((n) => ["drop_request", n]),
+          ...got.forward.set.map(([n, v]) => ["set_request", n, v]),
+          ...got.forward.responseDrop.map((n) => ["drop_response", n]),
+          ...got.forward.responseAdd.map(([n, v]) => ["add_response", n, v]),
+        ];
+        assert.deepEqual({ origin: got.forward.origin, path: got.forward.path, operations: ops }, expect.forward, name);
+      } else {
+        assert.deepEqual(got.answer, expect.answer, name);
+      }
+    }
   });
 
   test("the head is UTF-8 bytes: a value decoded from UTF-8 is judged as those bytes", () => {
@@ -228,6 +239,6 @@ describe("module failures", () => {
   });
 
   test("a module of another ABI version is refused", () => {
-    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 2/);
+    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 3/);
   });
 });

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use gateway_security::{Decision, Gateway, Native};
-use host_sim::contract::Decision as HostDecision;
 use host_sim::engine::{EngineOptions, ModuleSource};
 use host_sim::instance::{Reusable, Runtime};
 
@@ -50,26 +49,12 @@ impl Gateway for Wasm {
             Some(reusable) => self.runtime.decide_reused(reusable, head, now),
             None => self.runtime.decide_fresh(head, now),
         };
-        // host-sim parses the output (and refuses a malformed one); put it
-        // back in the contract's format so that the same checks apply.
+        // host-sim has read the output with the contract's decoder (and
+        // refuses a malformed one); the same checks apply to its bytes.
         match outcome {
-            Ok(HostDecision::Forward(plan)) => {
-                let mut lines = vec![plan.origin.clone(), plan.path.clone()];
-                lines.extend(plan.drop.iter().map(|name| format!("-{name}")));
-                lines.extend(plan.set.iter().map(|(name, value)| format!("+{name}:{value}")));
-                Decision { status: 200, output: lines.join("\n").into_bytes() }
+            Ok(decision) => {
+                Decision { status: u32::from(decision.status()), output: decision.as_bytes().to_vec() }
             }
-            Ok(HostDecision::Reject(r)) => Decision {
-                status: u32::from(r.status),
-                output: format!(
-                    "{}\n{}\n{}\n{}",
-                    r.error.unwrap_or_default(),
-                    r.reason,
-                    r.www_authenticate.unwrap_or_default(),
-                    r.body
-                )
-                .into_bytes(),
-            },
             // A trap, a timeout or a malformed output: status 0 fails every check.
             Err(e) => Decision { status: 0, output: format!("guest error: {e:?}").into_bytes() },
         }

@@ -10,9 +10,11 @@ use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, MapType, Status};
 use worker::abi::Instance;
 
-use crate::decision::{self, Decision, Plan, Reply};
+use contract::fields::HostAnswer;
+
+use crate::UPSTREAM_HEADER;
+use crate::decision::{self, Answer, Decision, Forward};
 use crate::input::{self, Scheme};
-use crate::{MODULE_FAILED_BODY, UPSTREAM_HEADER};
 
 proxy_wasm::main! {{
     proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root) });
@@ -36,8 +38,8 @@ enum FilterError {
     #[error(transparent)]
     Input(#[from] input::InputError),
     /// The core's output cannot be carried out.
-    #[error(transparent)]
-    Decision(#[from] decision::DecisionError),
+    #[error("the decision cannot be read: {0}")]
+    Decision(#[from] decision::DecodeError),
     /// The instance was in use: a re-entrant call, which Envoy never makes.
     #[error("the core's instance is busy")]
     Busy,
@@ -59,80 +61,116 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Gateway))
+        Some(Box::new(Gateway::default()))
     }
 }
 
-/// One request's filter.
-struct Gateway;
+/// One request's filter: what the forward changes in the upstream's
+/// response, kept from the request's decision until the response comes.
+#[derive(Default)]
+struct Gateway {
+    response_drops: Vec<String>,
+    response_adds: Vec<(String, String)>,
+}
 
 impl Context for Gateway {}
 
 impl HttpContext for Gateway {
     fn on_http_request_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
-        match gate() {
+        match self.gate() {
             Ok(action) => action,
             Err(e) => {
                 let _ = hostcalls::log(proxy_wasm::types::LogLevel::Error, &format!("gateway: {e}"));
-                reply(&Reply { status: 500, www_authenticate: None, body: MODULE_FAILED_BODY })
+                host_answer(HostAnswer::ModuleFailed)
                     // Not even the 500 could be sent: trapping makes Envoy fail the request.
                     .unwrap_or_else(|e| panic!("gateway: cannot answer 500: {e}"))
             }
         }
     }
-}
 
-/// Decides the request and carries out the decision.
-fn gate() -> Result<Action, FilterError> {
-    let headers = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)?;
-    // The connection's facts, never the client's headers: TLS on the
-    // downstream connection, and its peer address (with use_remote_address,
-    // Envoy does not take it from X-Forwarded-For).
-    let tls = hostcalls::get_property(vec!["connection", "tls_version"])?.is_some_and(|v| !v.is_empty());
-    let scheme = if tls { Scheme::Https } else { Scheme::Http };
-    let peer = input::peer_of(&hostcalls::get_property(vec!["source", "address"])?.unwrap_or_default());
-    let input = input::request_input(scheme, &peer, &headers)?;
-    // A clock that cannot be read is NaN, which the core answers with 500.
-    let now = hostcalls::get_current_time()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(f64::NAN, |d| d.as_secs_f64());
-    INSTANCE.with(|cell| {
-        let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
-        match decision::decide(&mut instance, &input, now)? {
-            Decision::Forward(plan) => forward(&plan),
-            Decision::Reply(answer) => reply(&answer),
+    fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
+        let headers = MapType::HttpResponseHeaders;
+        let changed = self
+            .response_drops
+            .iter()
+            .try_for_each(|name| hostcalls::remove_map_value(headers, name))
+            .and_then(|()| {
+                self.response_adds
+                    .iter()
+                    .try_for_each(|(name, value)| hostcalls::add_map_value(headers, name, value))
+            });
+        if let Err(status) = changed {
+            let _ = hostcalls::log(
+                proxy_wasm::types::LogLevel::Error,
+                &format!("gateway: cannot change the response: {status:?}"),
+            );
         }
-    })
-}
-
-/// Applies the plan to Envoy's header map and lets the request go on to the
-/// router, which picks the origin's cluster by [`UPSTREAM_HEADER`].
-fn forward(plan: &Plan<'_>) -> Result<Action, FilterError> {
-    let headers = MapType::HttpRequestHeaders;
-    hostcalls::set_map_value(headers, ":path", Some(plan.path))?;
-    for name in &plan.drops {
-        hostcalls::remove_map_value(headers, name)?;
-    }
-    for (name, value) in &plan.sets {
-        hostcalls::set_map_value(headers, name, Some(value))?;
-    }
-    hostcalls::set_map_value(headers, UPSTREAM_HEADER, Some(plan.origin))?;
-    // The route was chosen before this filter ran; choose again with the
-    // new header. Envoy also clears it on header edits; the call makes it
-    // explicit, and a host without the function has nothing to clear.
-    match hostcalls::call_foreign_function("clear_route_cache", None) {
-        Ok(_) | Err(Status::NotFound) => Ok(Action::Continue),
-        Err(status) => Err(FilterError::Host(status)),
+        Action::Continue
     }
 }
 
-/// Answers from Envoy; the request goes no further.
-fn reply(answer: &Reply<'_>) -> Result<Action, FilterError> {
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(challenge) = answer.www_authenticate {
-        headers.push(("www-authenticate", challenge));
+impl Gateway {
+    /// Decides the request and carries out the decision.
+    fn gate(&mut self) -> Result<Action, FilterError> {
+        let headers = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)?;
+        // The connection's facts, never the client's headers: TLS on the
+        // downstream connection, and its peer address (with use_remote_address,
+        // Envoy does not take it from X-Forwarded-For).
+        let tls = hostcalls::get_property(vec!["connection", "tls_version"])?.is_some_and(|v| !v.is_empty());
+        let scheme = if tls { Scheme::Https } else { Scheme::Http };
+        let source = hostcalls::get_property(vec!["source", "address"])?.unwrap_or_default();
+        let peer = contract::context::peer_of_socket_address(&source);
+        let input = input::request_input(scheme, peer, &headers)?;
+        // A clock that cannot be read is NaN, which the core answers with 500.
+        let now = hostcalls::get_current_time()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(f64::NAN, |d| d.as_secs_f64());
+        INSTANCE.with(|cell| {
+            let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
+            match decision::decide(&mut instance, &input, now)? {
+                Decision::Forward(forward) => self.forward(&forward),
+                Decision::Answer(answer) => answer_with(&answer),
+            }
+        })
     }
-    hostcalls::send_http_response(answer.status, headers, Some(answer.body.as_bytes()))?;
+
+    /// Applies the forward to Envoy's header map, keeps its response
+    /// changes for the response, and lets the request go on to the router,
+    /// which picks the origin's cluster by [`UPSTREAM_HEADER`].
+    fn forward(&mut self, forward: &Forward<'_>) -> Result<Action, FilterError> {
+        let headers = MapType::HttpRequestHeaders;
+        hostcalls::set_map_value(headers, ":path", Some(forward.path))?;
+        for name in forward.request_drops() {
+            hostcalls::remove_map_value(headers, name)?;
+        }
+        for (name, value) in forward.request_sets() {
+            hostcalls::set_map_value(headers, name, Some(value))?;
+        }
+        hostcalls::set_map_value(headers, UPSTREAM_HEADER, Some(forward.origin))?;
+        self.response_drops = forward.response_drops().map(str::to_owned).collect();
+        self.response_adds = forward.response_adds().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
+        // The route was chosen before this filter ran; choose again with the
+        // new header. Envoy also clears it on header edits; the call makes it
+        // explicit, and a host without the function has nothing to clear.
+        match hostcalls::call_foreign_function("clear_route_cache", None) {
+            Ok(_) | Err(Status::NotFound) => Ok(Action::Continue),
+            Err(status) => Err(FilterError::Host(status)),
+        }
+    }
+}
+
+/// Sends the answer from Envoy, with exactly its fields and body; the
+/// request goes no further.
+fn answer_with(answer: &Answer<'_>) -> Result<Action, FilterError> {
+    let fields: Vec<(&str, &str)> = answer.fields().collect();
+    hostcalls::send_http_response(u32::from(answer.status), fields, Some(answer.body.as_bytes()))?;
+    Ok(Action::Pause)
+}
+
+/// Sends one of the answers a host makes itself.
+fn host_answer(answer: HostAnswer) -> Result<Action, FilterError> {
+    let fields = vec![("content-type", contract::fields::JSON)];
+    hostcalls::send_http_response(u32::from(answer.status()), fields, Some(answer.body().as_bytes()))?;
     Ok(Action::Pause)
 }

@@ -4,16 +4,9 @@
 //! keep the raw head rebuilds it from the parsed request, one line per
 //! field, in order"), after the context line.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
-/// What the client used to reach Envoy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
-    /// Plain HTTP.
-    Http,
-    /// HTTP over TLS.
-    Https,
-}
+pub use contract::Scheme;
 
 /// Why a head cannot be rebuilt from the header map.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,23 +19,6 @@ pub enum InputError {
     NoTarget,
 }
 
-/// The peer as the context line writes it: the client's IP address from
-/// Envoy's `source.address` (`ip:port`, IPv6 in brackets), an IPv4-mapped
-/// IPv6 address as IPv4, or `unknown` when it is not an IP socket address.
-pub fn peer_of(source_address: &[u8]) -> String {
-    std::str::from_utf8(source_address)
-        .ok()
-        .and_then(|text| text.parse::<SocketAddr>().ok())
-        .map_or_else(|| "unknown".to_owned(), |address| canonical(address.ip()).to_string())
-}
-
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    }
-}
-
 /// The module's input: the context line, then an HTTP/1.1 request head with
 /// the request line from `:method` and `:path` (`:authority` for a request
 /// without a path, such as CONNECT), `Host` from `:authority`, and every
@@ -50,20 +26,19 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// Envoy's and not the client's, so they are left out.
 pub fn request_input(
     scheme: Scheme,
-    peer: &str,
+    peer: Option<IpAddr>,
     headers: &[(String, Vec<u8>)],
 ) -> Result<Vec<u8>, InputError> {
     let pseudo = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice());
     let method = pseudo(":method").ok_or(InputError::NoMethod)?;
     let authority = pseudo(":authority");
     let target = pseudo(":path").or(authority).ok_or(InputError::NoTarget)?;
-    let scheme = match scheme {
-        Scheme::Http => "http",
-        Scheme::Https => "https",
-    };
-    let size = headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>() + peer.len() + 32;
+    let mut line = [0u8; contract::context::MAX_LINE];
+    let line_len = contract::context::write_line(scheme, peer, &mut line);
+    let line = &line[..line_len];
+    let size = headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>() + line.len() + 32;
     let mut input = Vec::with_capacity(size);
-    for part in [scheme.as_bytes(), b" ", peer.as_bytes(), b"\n", method, b" ", target, b" HTTP/1.1\r\n"] {
+    for part in [line, method, b" ", target, b" HTTP/1.1\r\n"] {
         input.extend_from_slice(part);
     }
     if let Some(host) = authority {
@@ -99,7 +74,7 @@ mod tests {
             ("x-note", "1"),
             ("x-note", "2"),
         ]);
-        let input = request_input(Scheme::Http, "192.0.2.7", &headers).expect("rebuilt");
+        let input = request_input(Scheme::Http, "192.0.2.7".parse().ok(), &headers).expect("rebuilt");
         assert_eq!(
             input,
             b"http 192.0.2.7\nGET /a?b=1 HTTP/1.1\r\nHost: gw.test\r\nauthorization: Bearer t\r\n\
@@ -110,28 +85,13 @@ mod tests {
     #[test]
     fn a_request_without_a_path_uses_the_authority_form() {
         let headers = map(&[(":method", "CONNECT"), (":authority", "evil.example:443")]);
-        let input = request_input(Scheme::Https, "unknown", &headers).expect("rebuilt");
+        let input = request_input(Scheme::Https, None, &headers).expect("rebuilt");
         assert!(
             input.starts_with(
                 b"https unknown\nCONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n"
             )
         );
-        assert_eq!(
-            request_input(Scheme::Http, "unknown", &map(&[(":path", "/")])),
-            Err(InputError::NoMethod)
-        );
-        assert_eq!(
-            request_input(Scheme::Http, "unknown", &map(&[(":method", "GET")])),
-            Err(InputError::NoTarget)
-        );
-    }
-
-    #[test]
-    fn the_peer_is_the_address_without_its_port() {
-        assert_eq!(peer_of(b"127.0.0.1:5123"), "127.0.0.1");
-        assert_eq!(peer_of(b"[2001:db8::1]:443"), "2001:db8::1");
-        assert_eq!(peer_of(b"[::ffff:192.0.2.7]:80"), "192.0.2.7");
-        assert_eq!(peer_of(b"/run/envoy.sock"), "unknown");
-        assert_eq!(peer_of(b"\xff"), "unknown");
+        assert_eq!(request_input(Scheme::Http, None, &map(&[(":path", "/")])), Err(InputError::NoMethod));
+        assert_eq!(request_input(Scheme::Http, None, &map(&[(":method", "GET")])), Err(InputError::NoTarget));
     }
 }

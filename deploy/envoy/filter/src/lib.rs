@@ -7,7 +7,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`input`] | the context line and the request head, from Envoy's header map |
-//! | [`decision`] | the core's output read back: a local reply or a forward plan |
+//! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
 //! | `filter` (wasm32 only) | the proxy-wasm contexts: Envoy's calls in, header edits and replies out |
 //!
 //! How the upstream is chosen (a header the route table matches) and why is
@@ -19,10 +19,7 @@ pub mod input;
 #[cfg(target_arch = "wasm32")]
 mod filter;
 
-/// The request header the filter sets to the plan's origin; the rendered
+/// The request header the filter sets to the forward's origin; the rendered
 /// route table matches it exactly to pick the origin's cluster, and removes
 /// it before the request leaves Envoy.
-pub const UPSTREAM_HEADER: &str = "x-gateway-upstream";
-
-/// The body of the filter's own 500, as every host answers a module failure (`ABI.md`).
-pub const MODULE_FAILED_BODY: &str = r#"{"error_description":"gateway module failed"}"#;
+pub use contract::fields::UPSTREAM as UPSTREAM_HEADER;

@@ -1,0 +1,173 @@
+//! The context line: what only the host knows about the connection, written
+//! before the request head (`ABI.md`, "Calling sequence"): the scheme the
+//! client used and its IP address, `<scheme> <peer>\n`. The module reads it
+//! for `X-Forwarded-Proto` and `X-Forwarded-For`; a malformed line is the
+//! host's fault and is answered 500.
+
+use core::fmt::Write as _;
+use core::net::{IpAddr, SocketAddr};
+
+/// The longest peer address: an IPv6 address with an embedded IPv4 one.
+pub const MAX_PEER_LEN: usize = 45;
+
+/// The longest context line: `https `, the longest peer, `\n`.
+pub const MAX_LINE: usize = 64;
+
+/// The scheme the client used to reach the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme as the context line and `X-Forwarded-Proto` write it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// The connection a request arrived on, as the module reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context<'i> {
+    /// The scheme the client used.
+    pub scheme: Scheme,
+    /// The peer's IP address (IPv4 dotted or IPv6 without brackets), or
+    /// `unknown` when the host cannot tell (RFC 7239 section 6).
+    pub peer: &'i str,
+}
+
+/// Why a context line was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextError {
+    /// No `\n` ends the line.
+    Unterminated,
+    /// The scheme is not `http` or `https`.
+    Scheme,
+    /// The peer is neither an address's characters nor `unknown`.
+    Peer,
+}
+
+/// Splits the module's input into the context line and the request head.
+pub fn split(input: &[u8]) -> Result<(Context<'_>, &[u8]), ContextError> {
+    let end = input.iter().position(|&b| b == b'\n').ok_or(ContextError::Unterminated)?;
+    let (line, head) = (&input[..end], &input[end + 1..]);
+    let space = line.iter().position(|&b| b == b' ').ok_or(ContextError::Scheme)?;
+    let scheme = match &line[..space] {
+        b"http" => Scheme::Http,
+        b"https" => Scheme::Https,
+        _ => return Err(ContextError::Scheme),
+    };
+    let peer = &line[space + 1..];
+    let is_address = !peer.is_empty()
+        && peer.len() <= MAX_PEER_LEN
+        && peer.iter().all(|&b| b.is_ascii_hexdigit() || b == b'.' || b == b':');
+    let peer = match peer {
+        b"unknown" => "unknown",
+        // Hex digits, '.' and ':' are ASCII, so the bytes are valid UTF-8.
+        _ if is_address => core::str::from_utf8(peer).map_err(|_| ContextError::Peer)?,
+        _ => return Err(ContextError::Peer),
+    };
+    Ok((Context { scheme, peer }, head))
+}
+
+/// Writes the context line for a client that used `scheme` from `peer`
+/// (`None` when the host cannot tell) into `out`, and returns its length.
+/// An IPv4-mapped IPv6 address is written as IPv4.
+pub fn write_line(scheme: Scheme, peer: Option<IpAddr>, out: &mut [u8; MAX_LINE]) -> usize {
+    let mut cursor = Cursor { buf: out, len: 0 };
+    // Fits: the longest scheme, address and separators are under 64 bytes.
+    let _ = match peer {
+        Some(peer) => writeln!(cursor, "{} {}", scheme.as_str(), peer.to_canonical()),
+        None => writeln!(cursor, "{} unknown", scheme.as_str()),
+    };
+    cursor.len
+}
+
+/// The peer of a socket address written as text (`ip:port`, IPv6 in
+/// brackets), as proxies such as Envoy report it; `None` for anything else
+/// (a Unix socket path, garbage).
+pub fn peer_of_socket_address(text: &[u8]) -> Option<IpAddr> {
+    let text = core::str::from_utf8(text).ok()?;
+    text.parse::<SocketAddr>().ok().map(|address| address.ip())
+}
+
+struct Cursor<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl core::fmt::Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len + s.len();
+        self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_scheme_and_peer_and_leaves_the_head() {
+        let (context, head) = split(b"https 192.0.2.7\nGET / HTTP/1.1\r\n\r\n").expect("valid");
+        assert_eq!(context, Context { scheme: Scheme::Https, peer: "192.0.2.7" });
+        assert_eq!(head, b"GET / HTTP/1.1\r\n\r\n");
+        let (context, _) = split(b"http 2001:db8::1\n").expect("valid");
+        assert_eq!(context.peer, "2001:db8::1");
+        assert_eq!(split(b"http unknown\n").map(|(c, _)| c.peer), Ok("unknown"));
+    }
+
+    #[test]
+    fn refuses_anything_else() {
+        for bad in [
+            &b""[..],
+            b"http 1.2.3.4",
+            b"ftp 1.2.3.4\n",
+            b"HTTP 1.2.3.4\n",
+            b"http\n",
+            b"http \n",
+            b"http 1.2.3.4:80 \n",
+            b"http [::1]\n",
+            b"http 1.2.3.4, 5.6.7.8\n",
+            b"http evil\r\nX: y\n",
+            b"http 1111111111111111111111111111111111111111111111\n",
+        ] {
+            assert!(split(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    fn line(scheme: Scheme, peer: Option<&str>) -> ([u8; MAX_LINE], usize) {
+        let mut out = [0u8; MAX_LINE];
+        let len = write_line(scheme, peer.map(|p| p.parse().expect("ip")), &mut out);
+        (out, len)
+    }
+
+    #[test]
+    fn writes_lines_the_reader_accepts() {
+        let (out, len) = line(Scheme::Http, Some("127.0.0.1"));
+        assert_eq!(&out[..len], b"http 127.0.0.1\n");
+        let (out, len) = line(Scheme::Https, Some("::ffff:10.0.0.1"));
+        assert_eq!(&out[..len], b"https 10.0.0.1\n");
+        let (out, len) = line(Scheme::Https, None);
+        assert_eq!(&out[..len], b"https unknown\n");
+        let (out, len) = line(Scheme::Https, Some("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff"));
+        assert_eq!(split(&out[..len]).map(|(c, _)| c.peer), Ok("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff"));
+    }
+
+    #[test]
+    fn socket_addresses_give_their_ip() {
+        let ip = |t: &[u8]| peer_of_socket_address(t);
+        assert_eq!(ip(b"127.0.0.1:5123"), Some(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(ip(b"[2001:db8::1]:443"), "2001:db8::1".parse().ok());
+        assert_eq!(ip(b"/run/envoy.sock"), None);
+        assert_eq!(ip(b"\xff"), None);
+    }
+}

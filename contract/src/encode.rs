@@ -1,0 +1,118 @@
+//! The decision's encoder: the one place that knows the wire form of a
+//! decision (`ABI.md`, "The decision"). The module writes every decision
+//! through it into its output buffer, in place, with no heap.
+//!
+//! The encoder writes what it is given; the module's phases guarantee what
+//! the format needs of names and values (tokens; printable ASCII without
+//! line breaks), and every reader checks it again with
+//! [`crate::Decision::decode`]. Running out of room is an error, not a panic.
+
+/// The output buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Full;
+
+/// Writes one decision into a fixed buffer.
+pub struct Encoder<'o> {
+    buf: &'o mut [u8],
+    len: usize,
+}
+
+impl<'o> Encoder<'o> {
+    /// An empty decision over `buf`.
+    pub fn new(buf: &'o mut [u8]) -> Self {
+        Encoder { buf, len: 0 }
+    }
+
+    /// The bytes written so far.
+    pub fn written(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets what was written (a forward that turned into an answer).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Starts a forward: the upstream's origin, then the path and query,
+    /// given in pieces (the route's base path, the normalized target).
+    pub fn forward(&mut self, origin: &str, path: &[&[u8]]) -> Result<(), Full> {
+        self.push_all(&[origin.as_bytes(), b"\n"])?;
+        self.push_all(path)
+    }
+
+    /// A forward's drop: every field `name` (written in lower case) is
+    /// removed from the client's request.
+    pub fn drop_request_field(&mut self, name: &[u8]) -> Result<(), Full> {
+        self.push(b"\n-")?;
+        self.push_lower(name)
+    }
+
+    /// A forward's set: `name` (lower case) is set to the value's pieces.
+    pub fn set_request_field(&mut self, name: &str, value: &[&[u8]]) -> Result<(), Full> {
+        self.field(b"\n+", name, value)
+    }
+
+    /// A forward's response drop: every field `name` (lower case) the
+    /// upstream sends is removed from its response.
+    pub fn drop_response_field(&mut self, name: &str) -> Result<(), Full> {
+        self.push_all(&[b"\n!", name.as_bytes()])
+    }
+
+    /// A field added to the response: after a forward's drops, or one of a
+    /// direct answer's fields.
+    pub fn add_response_field(&mut self, name: &str, value: &[&[u8]]) -> Result<(), Full> {
+        self.field(b"\n>", name, value)
+    }
+
+    /// Starts a direct answer: its RFC 6750 error code (empty for none) and
+    /// its reason. Fields follow with [`Encoder::add_response_field`], then
+    /// [`Encoder::body`] ends it.
+    pub fn answer(&mut self, error: &str, reason: &str) -> Result<(), Full> {
+        self.push_all(&[error.as_bytes(), b"\n", reason.as_bytes()])
+    }
+
+    /// Ends a direct answer with its body (possibly empty), in pieces.
+    pub fn body(&mut self, body: &[&[u8]]) -> Result<(), Full> {
+        self.push(b"\n")?;
+        self.push_all(body)
+    }
+
+    fn field(&mut self, marker: &[u8], name: &str, value: &[&[u8]]) -> Result<(), Full> {
+        self.push_all(&[marker, name.as_bytes(), b":"])?;
+        self.push_all(value)
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<(), Full> {
+        let end = self.len + bytes.len();
+        self.buf.get_mut(self.len..end).ok_or(Full)?.copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+
+    fn push_all(&mut self, parts: &[&[u8]]) -> Result<(), Full> {
+        parts.iter().try_for_each(|part| self.push(part))
+    }
+
+    fn push_lower(&mut self, bytes: &[u8]) -> Result<(), Full> {
+        let start = self.len;
+        self.push(bytes)?;
+        self.buf[start..self.len].make_ascii_lowercase();
+        Ok(())
+    }
+}
+
+impl Encoder<'_> {
+    /// The bytes written so far (tests and native hosts read them back).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Encoder<'_> {
+    /// One line of the route table (`ABI.md`, "Routes"):
+    /// `<audience> <origin><base path>`, after a separator unless `first`.
+    pub fn route(&mut self, first: bool, audience: &str, origin: &str, base_path: &str) -> Result<(), Full> {
+        let separator: &[u8] = if first { b"" } else { b"\n" };
+        self.push_all(&[separator, audience.as_bytes(), b" ", origin.as_bytes(), base_path.as_bytes()])
+    }
+}

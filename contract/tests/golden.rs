@@ -1,0 +1,99 @@
+//! The golden decisions (`contract/golden/decisions.json`): the outputs a
+//! host must read, each with the typed decision it stands for or the error
+//! that refuses it. The decoder here and the JavaScript shim's reader
+//! (`deploy/workerd/test/shim.test.mjs`) are both held to the same file.
+
+use gateway_contract::{Decision, DecodeError, Encoder, Operation};
+use serde_json::{Value, json};
+
+fn golden() -> Vec<Value> {
+    let text = include_str!("../golden/decisions.json");
+    serde_json::from_str::<Value>(text).expect("golden JSON").as_array().expect("an array").clone()
+}
+
+fn error_name(error: DecodeError) -> &'static str {
+    match error {
+        DecodeError::NotText => "NotText",
+        DecodeError::Status => "Status",
+        DecodeError::Origin => "Origin",
+        DecodeError::Path => "Path",
+        DecodeError::Line(_) => "Line",
+        DecodeError::ShortAnswer => "ShortAnswer",
+        DecodeError::Reason => "Reason",
+        _ => "unknown",
+    }
+}
+
+/// A decision as the golden file writes it.
+fn as_json(decision: &Decision<'_>) -> Value {
+    match decision {
+        Decision::Forward(forward) => {
+            let operations: Vec<Value> = forward
+                .operations()
+                .map(|op| match op {
+                    Operation::DropRequestField(n) => json!(["drop_request", n]),
+                    Operation::SetRequestField(n, v) => json!(["set_request", n, v]),
+                    Operation::DropResponseField(n) => json!(["drop_response", n]),
+                    Operation::AddResponseField(n, v) => json!(["add_response", n, v]),
+                })
+                .collect();
+            json!({ "forward": { "origin": forward.origin, "path": forward.path, "operations": operations } })
+        }
+        Decision::Answer(answer) => {
+            let fields: Vec<Value> = answer.fields().map(|(n, v)| json!([n, v])).collect();
+            json!({ "answer": {
+                "status": answer.status, "error": answer.error, "reason": answer.reason,
+                "fields": fields, "body": answer.body,
+            } })
+        }
+    }
+}
+
+#[test]
+fn the_decoder_reads_every_golden_decision_as_written() {
+    let cases = golden();
+    assert!(cases.len() >= 30, "the golden file lost cases");
+    for case in cases {
+        let name = case["name"].as_str().expect("name");
+        let status = case["status"].as_u64().expect("status") as u32;
+        let output = case["output"].as_str().expect("output");
+        let got = match Decision::decode(status, output.as_bytes()) {
+            Ok(decision) => as_json(&decision),
+            Err(error) => json!({ "refused": error_name(error) }),
+        };
+        assert_eq!(got, case["expect"], "{name}");
+    }
+}
+
+#[test]
+fn what_the_encoder_writes_the_decoder_reads_back() {
+    let mut buf = [0u8; 512];
+    let mut out = Encoder::new(&mut buf);
+    out.forward("http://10.0.0.5", &[b"/orders-svc", b"/items?x=1"]).expect("room");
+    out.drop_request_field(b"X_Gateway_Subject").expect("room");
+    out.set_request_field("x-forwarded-for", &[b"10.0.0.1", b", ", b"192.0.2.7"]).expect("room");
+    out.drop_response_field("access-control-allow-origin").expect("room");
+    out.add_response_field("vary", &[b"Origin"]).expect("room");
+    let decision = Decision::decode(200, out.as_bytes()).expect("a valid forward");
+    let Decision::Forward(forward) = decision else { panic!("a forward") };
+    assert_eq!(forward.path, "/orders-svc/items?x=1");
+    assert_eq!(forward.request_drops().collect::<Vec<_>>(), ["x_gateway_subject"]);
+    assert_eq!(forward.request_set("X-Forwarded-For"), Some("10.0.0.1, 192.0.2.7"));
+    assert_eq!(forward.response_drops().collect::<Vec<_>>(), ["access-control-allow-origin"]);
+    assert_eq!(forward.response_adds().collect::<Vec<_>>(), [("vary", "Origin")]);
+
+    let mut out = Encoder::new(&mut buf);
+    out.answer("insufficient_scope", "scope required").expect("room");
+    out.add_response_field("www-authenticate", &[b"Bearer realm=\"g\", scope=\"a b\""]).expect("room");
+    out.body(&[b"{}"]).expect("room");
+    let Ok(Decision::Answer(answer)) = Decision::decode(403, out.as_bytes()) else { panic!("an answer") };
+    assert_eq!((answer.error, answer.reason, answer.body), ("insufficient_scope", "scope required", "{}"));
+    assert_eq!(answer.field("WWW-Authenticate"), Some("Bearer realm=\"g\", scope=\"a b\""));
+}
+
+#[test]
+fn the_encoder_reports_a_full_buffer() {
+    let mut buf = [0u8; 8];
+    let mut out = Encoder::new(&mut buf);
+    assert!(out.forward("http://h", &[b"/a-long-path"]).is_err());
+}

@@ -1,0 +1,70 @@
+//! What this host writes into the module for one request (`worker/ABI.md`):
+//! the connection facts only the host knows, as the context line, and the
+//! request head. What it reads back is a decision of the `contract` crate.
+
+use std::net::IpAddr;
+
+pub use contract::Scheme;
+pub use contract::context::MAX_LINE as MAX_CONTEXT_LINE;
+
+/// One request as the module reads it: the connection facts only the host
+/// knows, and the request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Input<'a> {
+    /// The scheme the client used, for `X-Forwarded-Proto`.
+    pub scheme: Scheme,
+    /// The peer's address, for `X-Forwarded-For`; None when unknown.
+    pub peer: Option<IpAddr>,
+    /// The request head: request line, fields, blank line.
+    pub head: &'a [u8],
+}
+
+impl<'a> From<&'a [u8]> for Input<'a> {
+    /// A head from a loopback client over plain HTTP: what `eval`, `bench`
+    /// and the library's examples send.
+    fn from(head: &'a [u8]) -> Input<'a> {
+        Input { scheme: Scheme::Http, peer: Some(IpAddr::from([127, 0, 0, 1])), head }
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Input<'a> {
+    fn from(head: &'a [u8; N]) -> Input<'a> {
+        Input::from(head.as_slice())
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Input<'a> {
+    fn from(head: &'a Vec<u8>) -> Input<'a> {
+        Input::from(head.as_slice())
+    }
+}
+
+impl Input<'_> {
+    /// The context line the module reads before the head: `<scheme> <peer>\n`.
+    pub fn context_line(&self) -> String {
+        let mut line = [0u8; MAX_CONTEXT_LINE];
+        let len = self.write_context_line(&mut line);
+        String::from_utf8_lossy(&line[..len]).into_owned()
+    }
+
+    /// Writes the context line into `out` and returns its length: the
+    /// request path's form, without an allocation per request.
+    pub fn write_context_line(&self, out: &mut [u8; MAX_CONTEXT_LINE]) -> usize {
+        contract::context::write_line(self.scheme, self.peer, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_lines() {
+        let head: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
+        assert_eq!(Input::from(head).context_line(), "http 127.0.0.1\n");
+        let v6 = Input { scheme: Scheme::Https, peer: Some("::ffff:10.0.0.1".parse().expect("ip")), head };
+        assert_eq!(v6.context_line(), "https 10.0.0.1\n");
+        let unknown = Input { peer: None, ..v6 };
+        assert_eq!(unknown.context_line(), "https unknown\n");
+    }
+}
