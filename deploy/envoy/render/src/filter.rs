@@ -17,21 +17,20 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::envoy::{
+use crate::jwt_authn::{
     EnvoyError, Yaml, add_cluster, bootstrap, connection_manager, header_route, map, router_filter,
     split_upstream, text, typed,
 };
-use crate::{GatewayConfig, is_upstream_url};
+use gateway_config::{GatewayConfig, is_upstream_url};
 
-/// The request header the filter sets to the plan's origin for the routes
-/// to match (the filter crate's `UPSTREAM_HEADER`).
-pub const UPSTREAM_HEADER: &str = "x-gateway-upstream";
+/// The request header the filter sets to the forward's origin for the routes to match.
+pub use contract::fields::UPSTREAM as UPSTREAM_HEADER;
 
 /// The body every host answers a module failure with (`worker/ABI.md`).
-const MODULE_FAILED_BODY: &str = r#"{"error_description":"gateway module failed"}"#;
+const MODULE_FAILED_BODY: &str = contract::fields::HostAnswer::ModuleFailed.body();
 
 /// The body every host answers an upstream failure with (`worker/ABI.md`).
-const UPSTREAM_UNAVAILABLE_BODY: &str = r#"{"error_description":"upstream unavailable"}"#;
+const UPSTREAM_UNAVAILABLE_BODY: &str = contract::fields::HostAnswer::UpstreamUnavailable.body();
 
 /// Envoy's response flags for an upstream that refused, reset or timed out
 /// (or has no healthy host): answered 502 as every host does.
@@ -59,26 +58,31 @@ fn origins(
     config: &GatewayConfig,
     overrides: &BTreeMap<String, String>,
 ) -> Result<Vec<(String, String)>, EnvoyError> {
+    // The contract's parser resolves an audience to its route's origin,
+    // as host-sim and the workerd shim do.
+    let routes: Vec<(String, String)> =
+        config.routes.iter().map(|r| (r.aud.clone(), r.upstream.clone())).collect();
     let mut moved = BTreeMap::new();
     for (key, to) in overrides {
-        let from = if key.contains("://") {
-            let origin = key.trim_end_matches('/');
-            if config.routes.iter().all(|r| r.origin() != origin) {
+        let pair = format!("{key}={to}");
+        let resolved = contract::routes::parse_overrides([pair.as_str()], &routes).map_err(|e| match e {
+            contract::routes::OverrideError::Unknown { .. } if !key.contains("://") => {
+                EnvoyError::UnknownAudience { aud: key.clone() }
+            }
+            _ => EnvoyError::BadUpstream { aud: key.clone(), upstream: to.clone() },
+        })?;
+        for (from, to) in resolved {
+            if config.routes.iter().all(|r| r.origin() != from) {
                 return Err(EnvoyError::UnknownOrigin { origin: key.clone() });
             }
-            origin.to_owned()
-        } else {
-            let route = config.routes.iter().find(|r| &r.aud == key);
-            route.ok_or_else(|| EnvoyError::UnknownAudience { aud: key.clone() })?.origin().to_owned()
-        };
-        let to = to.trim_end_matches('/');
-        if to.starts_with("https://") {
-            return Err(EnvoyError::TlsUpstream { aud: key.clone(), upstream: to.to_owned() });
+            if to.starts_with("https://") {
+                return Err(EnvoyError::TlsUpstream { aud: key.clone(), upstream: to });
+            }
+            if !is_upstream_url(&to) || split_upstream(&to).is_none_or(|u| !u.base_path.is_empty()) {
+                return Err(EnvoyError::BadUpstream { aud: key.clone(), upstream: to });
+            }
+            moved.insert(from, to);
         }
-        if !is_upstream_url(to) || split_upstream(to).is_none_or(|u| !u.base_path.is_empty()) {
-            return Err(EnvoyError::BadUpstream { aud: key.clone(), upstream: to.to_owned() });
-        }
-        moved.insert(from, to.to_owned());
     }
     let mut out: Vec<(String, String)> = Vec::new();
     for route in &config.routes {
@@ -202,26 +206,23 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
     Ok(bootstrap(options.listen, options.admin, manager, clusters))
 }
 
-impl GatewayConfig {
-    /// The Envoy bootstrap (YAML) that runs the gateway filter with routes
-    /// and clusters for this config's origins; see the
-    /// [`envoy_filter`](crate::envoy_filter) module. It holds no keys: they
-    /// are compiled into the filter.
-    pub fn to_envoy_filter_yaml(&self, options: &FilterOptions) -> Result<String, EnvoyError> {
-        let mut out = String::from(
-            "# Generated from the gateway config by `envoy-filter`. Do not edit.\n\
-             # Envoy running the gateway filter, dist/gateway-envoy.wasm (deploy/envoy/README.md).\n",
-        );
-        out.push_str(&filter_bootstrap(self, options)?.to_yaml());
-        Ok(out)
-    }
+/// The Envoy bootstrap (YAML) that runs the gateway filter with routes and
+/// clusters for `config`'s origins; see the module's docs. It holds no
+/// keys: they are compiled into the filter.
+pub fn to_yaml(config: &GatewayConfig, options: &FilterOptions) -> Result<String, EnvoyError> {
+    let mut out = String::from(
+        "# Generated from the gateway config by `envoy-filter`. Do not edit.\n\
+         # Envoy running the gateway filter, dist/gateway-envoy.wasm (deploy/envoy/README.md).\n",
+    );
+    out.push_str(&filter_bootstrap(config, options)?.to_yaml());
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::envoy::tree::{HCM, at, str_at};
-    use crate::parse;
+    use crate::jwt_authn::tree::{HCM, at, str_at};
+    use gateway_config::parse;
     use std::path::Path;
 
     fn config() -> GatewayConfig {

@@ -1,6 +1,6 @@
 //! `envoy-filter`: writes the Envoy bootstrap that runs the gateway filter
 //! (`dist/gateway-envoy.wasm`) with one route and cluster per origin of a
-//! gateway config (see `gateway_config::envoy_filter`). `make deploy-envoy`
+//! gateway config (see `gateway_envoy_render::filter`). `make deploy-envoy`
 //! and the Envoy conformance tests run it.
 //!
 //! usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR]
@@ -13,19 +13,19 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gateway_config::envoy_filter::FilterOptions;
+use gateway_envoy_render::filter::FilterOptions;
 
 const USAGE: &str = "usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR] [--module FILE] \
                      [--upstream-override FROM=ORIGIN]... [--out FILE]";
 
 fn main() -> ExitCode {
-    gateway_config::render_cli::main(USAGE, &["--module"], false, |config, args| {
+    gateway_envoy_render::cli::main(USAGE, &["--module"], false, |config, args| {
         let options = FilterOptions {
             listen: args.listen,
             admin: args.admin,
             module: PathBuf::from(args.own.get("--module").map_or("dist/gateway-envoy.wasm", String::as_str)),
             upstream_overrides: args.upstream_overrides.clone(),
         };
-        config.to_envoy_filter_yaml(&options).map_err(|e| e.to_string())
+        gateway_envoy_render::filter::to_yaml(config, &options).map_err(|e| e.to_string())
     })
 }

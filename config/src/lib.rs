@@ -12,8 +12,6 @@
 //!
 //! Errors name the file and the entry that is wrong, in one line.
 //!
-//! [`envoy`] renders the same config for Envoy's native `jwt_authn` filter,
-//! the peer the gateway is measured against.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -21,11 +19,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub mod envoy;
-pub mod envoy_filter;
 pub mod hmac_key;
 pub mod public_keys;
-pub mod render_cli;
 
 pub use public_keys::{PublicAlg, PublicKey};
 
@@ -524,7 +519,7 @@ fn check_text(entry: &str, text: &str, rule: TextRule) -> Result<(), ConfigError
 /// must already be canonical: unreserved characters, sub-delimiters, `:` and
 /// `@` only (no `%` escapes), no empty segments, no `.` or `..` segments,
 /// with or without `;` parameters.
-pub(crate) fn is_upstream_url(url: &str) -> bool {
+pub fn is_upstream_url(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://")) else {
         return false;
     };
@@ -613,7 +608,7 @@ fn decode_key(text: &str, encoding: KeyEncoding) -> Option<Vec<u8>> {
 
 /// Base64url without padding. Written out here (twelve lines) rather than
 /// pulling a second base64 dependency into the build script's graph.
-pub(crate) fn decode_base64url(text: &str) -> Option<Vec<u8>> {
+pub fn decode_base64url(text: &str) -> Option<Vec<u8>> {
     let value = |c: u8| match c {
         b'A'..=b'Z' => Some(c - b'A'),
         b'a'..=b'z' => Some(c - b'a' + 26),

@@ -88,7 +88,7 @@ pub fn main(
     usage: &str,
     own_flags: &[&str],
     private: bool,
-    render: impl FnOnce(&crate::GatewayConfig, &RenderArgs) -> Result<String, String>,
+    render: impl FnOnce(&gateway_config::GatewayConfig, &RenderArgs) -> Result<String, String>,
 ) -> std::process::ExitCode {
     let args = match parse(std::env::args().skip(1), own_flags) {
         Ok(args) => args,
@@ -100,7 +100,7 @@ pub fn main(
             return std::process::ExitCode::from(2);
         }
     };
-    let written = crate::load(&args.config)
+    let written = gateway_config::load(&args.config)
         .map_err(|e| e.to_string())
         .and_then(|config| render(&config, &args).map_err(|e| format!("{}: {e}", args.config.display())))
         .and_then(|yaml| write_output(args.out.as_deref(), &yaml, private));

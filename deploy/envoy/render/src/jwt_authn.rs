@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use crate::{GatewayConfig, is_upstream_url};
+use gateway_config::{GatewayConfig, is_upstream_url};
 
 /// The header that carries the token's subject upstream, as the gateway names it.
 pub const SUBJECT_HEADER: &str = "x-gateway-subject";
@@ -597,19 +597,17 @@ pub fn jwt_authn_bootstrap(config: &GatewayConfig, options: &EnvoyOptions) -> Re
     Ok(bootstrap(options.listen, options.admin, http_connection_manager(config, routes), clusters))
 }
 
-impl GatewayConfig {
-    /// The Envoy bootstrap (YAML) in which Envoy's native `jwt_authn` filter
-    /// does this gateway's job; see the [`envoy`](crate::envoy) module. The
-    /// text carries the signing keys: keep it as private as they are.
-    pub fn to_envoy_jwt_authn_yaml(&self, options: &EnvoyOptions) -> Result<String, EnvoyError> {
-        let mut out = String::from(
-            "# Generated from the gateway config by `envoy-jwt-authn`. Do not edit.\n\
-             # Envoy's native jwt_authn filter doing the gateway's job (deploy/envoy/README.md).\n\
-             # It carries the signing keys: keep it as private as they are.\n",
-        );
-        out.push_str(&jwt_authn_bootstrap(self, options)?.to_yaml());
-        Ok(out)
-    }
+/// The Envoy bootstrap (YAML) in which Envoy's native `jwt_authn` filter
+/// does `config`'s job; see the module's docs. The text carries the signing
+/// keys: keep it as private as they are.
+pub fn to_yaml(config: &GatewayConfig, options: &EnvoyOptions) -> Result<String, EnvoyError> {
+    let mut out = String::from(
+        "# Generated from the gateway config by `envoy-jwt-authn`. Do not edit.\n\
+         # Envoy's native jwt_authn filter doing the gateway's job (deploy/envoy/README.md).\n\
+         # It carries the signing keys: keep it as private as they are.\n",
+    );
+    out.push_str(&jwt_authn_bootstrap(config, options)?.to_yaml());
+    Ok(out)
 }
 
 /// Test helpers: paths into a rendered tree.
@@ -637,7 +635,7 @@ pub(crate) mod tree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{decode_base64url, parse};
+    use gateway_config::{decode_base64url, parse};
     use std::path::Path;
 
     const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -788,7 +786,7 @@ mod tests {
 
     #[test]
     fn the_text_says_it_is_generated_and_private() {
-        let yaml = two_routes().to_envoy_jwt_authn_yaml(&options()).expect("renders");
+        let yaml = to_yaml(&two_routes(), &options()).expect("renders");
         assert!(yaml.starts_with("# Generated from the gateway config"));
         assert!(yaml.contains("keep it as private"));
         assert!(yaml.contains(

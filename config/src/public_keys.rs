@@ -299,7 +299,7 @@ mod tests {
     }
 
     fn fixture_keys() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testkit/keys")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../testkit/keys")
     }
 
     /// Parses a config whose key entry is `key`, with key files relative to `dir`.

@@ -1,6 +1,6 @@
 //! `envoy-jwt-authn`: writes the Envoy bootstrap in which Envoy's native
 //! `jwt_authn` filter does the gateway's job, rendered from a gateway config
-//! (see `gateway_config::envoy`). The benchmarks and the Envoy tests run it.
+//! (see `gateway_envoy_render::jwt_authn`). The benchmarks and the Envoy tests run it.
 //!
 //! usage: envoy-jwt-authn [--config FILE] [--listen ADDR] [--admin ADDR]
 //!                        [--upstream-override AUD=URL]... [--out FILE]
@@ -10,18 +10,18 @@
 
 use std::process::ExitCode;
 
-use gateway_config::envoy::EnvoyOptions;
+use gateway_envoy_render::jwt_authn::EnvoyOptions;
 
 const USAGE: &str = "usage: envoy-jwt-authn [--config FILE] [--listen ADDR] [--admin ADDR] \
                      [--upstream-override AUD=URL]... [--out FILE]";
 
 fn main() -> ExitCode {
-    gateway_config::render_cli::main(USAGE, &[], true, |config, args| {
+    gateway_envoy_render::cli::main(USAGE, &[], true, |config, args| {
         let options = EnvoyOptions {
             listen: args.listen,
             admin: args.admin,
             upstream_overrides: args.upstream_overrides.clone(),
         };
-        config.to_envoy_jwt_authn_yaml(&options).map_err(|e| e.to_string())
+        gateway_envoy_render::jwt_authn::to_yaml(config, &options).map_err(|e| e.to_string())
     })
 }

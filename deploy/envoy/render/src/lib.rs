@@ -1,0 +1,17 @@
+//! Renders Envoy bootstraps from the gateway config: the product (Envoy
+//! running the gateway's proxy-wasm filter, [`filter`]) and its peer (Envoy's
+//! native `jwt_authn` doing the same job, [`jwt_authn`]), which the
+//! benchmarks and the Envoy tests compare the gateway with. Both are
+//! rendered from the same `gateway.toml` through the one config crate, so
+//! that keys, issuer, routes and clusters are never typed twice; the peer
+//! lives beside the product because they share the YAML model.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
+//! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router; the YAML model both use |
+//! | [`cli`] | the command line both renderers share |
+
+pub mod cli;
+pub mod filter;
+pub mod jwt_authn;
