@@ -22,14 +22,17 @@ worker: setup
 	bash build/worker.sh
 	bash build/envoy-filter.sh
 
-## fixture: the module the tests drive, built from testkit/fixture.toml (not the user's config)
+## fixture: the modules the tests drive, built from testkit/fixture*.toml (not the user's config)
 FIXTURE_WASM := target/fixture/gateway.wasm
 fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms.wasm bash build/worker.sh
+	GATEWAY_CONFIG=testkit/fixture-policies.toml WASM_OUT=target/fixture/gateway-policies.wasm bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
+	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-policies.toml --fixture-json target/fixture/fixture-policies.json
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
+	GATEWAY_CONFIG=testkit/fixture-policies.toml WASM_OUT=target/fixture/gateway-policies-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms-envoy.wasm bash build/envoy-filter.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter

@@ -1,22 +1,24 @@
 //! Compiles the gateway configuration into the worker.
 //!
-//! Reads `GATEWAY_CONFIG` (default: `gateway.toml` at the workspace root),
-//! validates it with `gateway-config`, and writes `$OUT_DIR/config.rs`. A bad
-//! config stops the build with one line that names the file and the entry.
+//! Reads the config `gateway_config::resolve_path` names (`GATEWAY_CONFIG`,
+//! default `gateway.toml` at the workspace root), validates it, writes
+//! `$OUT_DIR/config.rs`, and turns on the `policy_*` cfgs of the policies it
+//! uses. A wasm module carries only those (pay for what you configure); a
+//! native build, which tests and embedders drive with configs of their own,
+//! carries every policy. A bad config stops the build with one line that
+//! names the file and the entry.
 
 use std::path::PathBuf;
 
 use gateway_config::PublicAlg;
 
+/// Every policy cfg the worker's code tests for.
+const POLICY_CFGS: [&str; 5] =
+    ["policy_rules", "policy_cors", "policy_claims", "policy_sources", "policy_issuers"];
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let path = match std::env::var_os("GATEWAY_CONFIG") {
-        Some(p) if !p.is_empty() => {
-            let p = PathBuf::from(p);
-            if p.is_absolute() { p } else { manifest.join("..").join(p) }
-        }
-        _ => manifest.join("../gateway.toml"),
-    };
+    let path = gateway_config::resolve_path(&manifest.join(".."));
     println!("cargo:rerun-if-env-changed=GATEWAY_CONFIG");
     println!("cargo:rerun-if-changed={}", path.display());
 
@@ -35,15 +37,26 @@ fn main() {
             std::process::exit(1);
         }
     };
-    for key in &config.public_keys {
+    for warning in &config.warnings {
+        println!("cargo:warning={}: {warning}", path.display());
+    }
+    for key in config.public_keys() {
         println!("cargo:rerun-if-changed={}", key.file.display());
     }
-    for key in &config.keys {
+    for key in config.hs256_keys() {
         match &key.source {
             gateway_config::KeySource::Env(var) => println!("cargo:rerun-if-env-changed={var}"),
             gateway_config::KeySource::File(file) => println!("cargo:rerun-if-changed={}", file.display()),
             gateway_config::KeySource::Demo => {}
         }
+    }
+    for cfg in POLICY_CFGS {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    let wasm = std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "wasm32");
+    let used = config.policy_cfgs();
+    for cfg in POLICY_CFGS.into_iter().filter(|cfg| !wasm || used.contains(cfg)) {
+        println!("cargo:rustc-cfg={cfg}");
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("config.rs");
     std::fs::write(&out, config.to_rust()).expect("write config.rs");

@@ -10,9 +10,8 @@ use gateway_benches::corpus::{self, NOW};
 use gateway_benches::{BenchGroup, ids};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
-use worker::arena::Arena;
-use worker::config::COMPILED;
-use worker::{claims, header, jws, request, response, route, signature};
+use worker::config::{COMPILED, VerifyingKey};
+use worker::internal::{Arena, claims, forward, header, jws, request, route, signature, target};
 
 fn per_request(c: &mut Criterion) {
     corpus::check_native();
@@ -45,7 +44,10 @@ fn stages(c: &mut Criterion) {
     let mut arena = Arena::new(&mut region);
     let header_json = jws::decode(parts.header, &mut arena).unwrap().to_vec();
     let claims_json = jws::decode(parts.payload, &mut arena).unwrap().to_vec();
-    let key = header::select_key(&header_json, COMPILED.keys).unwrap().as_hs256().unwrap();
+    let keys = COMPILED.issuers[0].keys;
+    let VerifyingKey::Hs256(key) = header::select_key(&header_json, keys).unwrap() else {
+        panic!("an HS256 key")
+    };
     let tag = jws::decode_signature(parts.signature).unwrap();
     let mut claims_region = [0u8; 1024];
     let grant = claims::check(&claims_json, NOW, &COMPILED, &mut Arena::new(&mut claims_region)).unwrap();
@@ -66,7 +68,7 @@ fn stages(c: &mut Criterion) {
         })
     });
     group.bench(ids::STAGE_HEADER_JSON, |b| {
-        b.iter(|| header::select_key(black_box(&header_json), COMPILED.keys).unwrap().kid())
+        b.iter(|| header::select_key(black_box(&header_json), keys).unwrap().kid())
     });
     group.bench(ids::STAGE_HMAC, |b| {
         b.iter(|| signature::verify(&key.hmac, black_box(parts.signing_input), &tag).unwrap())
@@ -84,17 +86,27 @@ fn stages(c: &mut Criterion) {
     // The forward plan: the target normalized and the fields classified.
     let mut fields = [httparse::EMPTY_HEADER; request::MAX_HEADERS];
     let parsed = request::parse(head, &mut fields).unwrap();
-    let context = worker::context::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1" };
+    let context = contract::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1" };
+    let grant = forward::Grant { subject: grant.subject, ..forward::Grant::public(grant.route) };
     group.bench(ids::STAGE_WRITE, |b| {
         b.iter(|| {
-            let mut region = [0u8; worker::target::MAX_TARGET_LEN];
+            let mut region = [0u8; target::MAX_TARGET_LEN];
             let mut arena = Arena::new(&mut region);
-            let target =
-                worker::target::normalize(parsed.method, black_box(parsed.target), &mut arena).unwrap();
-            let mut buf = [0u8; response::OUTPUT_CAPACITY];
+            let target = target::normalize(parsed.method, black_box(parsed.target), &mut arena).unwrap();
+            let mut buf = [0u8; worker::answer::OUTPUT_CAPACITY];
             let mut out = contract::Encoder::new(&mut buf);
-            worker::forward::write_plan(&mut out, black_box(&grant), &parsed, &target, &context, &COMPILED)
-                .unwrap();
+            let none = worker::internal::CrossOrigin::None;
+            forward::write_plan(
+                &mut out,
+                black_box(&grant),
+                &parsed,
+                &target,
+                &context,
+                &COMPILED,
+                &none,
+                &mut arena,
+            )
+            .unwrap();
             out.written()
         })
     });

@@ -16,9 +16,8 @@ use gateway_benches::{BenchGroup, ids};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use testkit::tokens;
-use worker::arena::Arena;
 use worker::config::COMPILED;
-use worker::{claims, header, jws, route, signature};
+use worker::internal::{Arena, claims, header, jws, route, signature};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -32,11 +31,11 @@ struct Claims {
 /// checked, the configured issuer and leeway, one of the routed audiences.
 fn validation() -> Validation {
     let mut v = Validation::new(Algorithm::HS256);
-    v.leeway = COMPILED.leeway_secs;
+    v.leeway = COMPILED.issuers[0].leeway_secs;
     v.validate_exp = true;
     v.validate_nbf = true;
     v.set_required_spec_claims(&["exp"]);
-    if let Some(iss) = COMPILED.issuer {
+    if let Some(iss) = COMPILED.issuers[0].iss {
         v.set_issuer(&[iss]);
     }
     v.aud = Some(COMPILED.routes.iter().map(|r| r.audience.to_string()).collect::<HashSet<_>>());
@@ -49,7 +48,7 @@ fn worker_token(token: &[u8], now: u64) -> Option<&'static str> {
     let mut arena = Arena::new(&mut region);
     let parts = jws::split(token).ok()?;
     let header_json = jws::decode(parts.header, &mut arena).ok()?;
-    let key = header::select_key(header_json, COMPILED.keys).ok()?;
+    let key = header::select_key(header_json, COMPILED.issuers[0].keys).ok()?;
     signature::verify_jws(key, parts.signing_input, parts.signature).ok()?;
     let claims_json = jws::decode(parts.payload, &mut arena).ok()?;
     claims::check(claims_json, now, &COMPILED, &mut arena).ok().map(|g| g.route.origin)
@@ -64,7 +63,7 @@ fn jsonwebtoken_per_token(c: &mut Criterion) {
     let audience = &config.routes[0].aud;
     let token = |exp: u64| {
         let mut claims = tokens::Claims::new(audience, exp).subject("alice").issued_at(now - 60);
-        if let Some(iss) = &config.issuer {
+        if let Some(iss) = config.first_iss() {
             claims = claims.issuer(iss);
         }
         tokens::mint(tokens::Claims::header(kid), claims.to_json(), secret)

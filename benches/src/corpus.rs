@@ -57,13 +57,17 @@ pub fn config() -> &'static GatewayConfig {
     CONFIG.get_or_init(|| {
         let path = config_path();
         let config = gateway_config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let first = config.keys.first().map(|k| (k.kid.as_str(), k.secret()));
-        let compiled = COMPILED.keys.first().and_then(|k| k.as_hs256()).map(|k| (k.kid, k.secret));
+        let first = config.hs256_keys().next().map(|k| (k.kid.as_str(), k.secret()));
+        let compiled = COMPILED.issuers.iter().flat_map(|i| i.keys).find_map(|k| match k {
+            worker::config::VerifyingKey::Hs256(k) => Some((k.kid, k.secret)),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        });
         let audiences: Vec<&str> = config.routes.iter().map(|r| r.aud.as_str()).collect();
         let compiled_audiences: Vec<&str> = COMPILED.routes.iter().map(|r| r.audience).collect();
         assert!(
             first == compiled
-                && config.issuer.as_deref() == COMPILED.issuer
+                && config.first_iss() == COMPILED.issuers.first().and_then(|i| i.iss)
                 && audiences == compiled_audiences,
             "{} is not the configuration compiled into the worker: build with the same GATEWAY_CONFIG",
             path.display()
@@ -160,7 +164,7 @@ pub fn phases() -> Vec<Phase> {
     let (kid, key) = tokens::first_key(config).expect("the config has a key");
     let claims = |aud: &str| {
         let mut claims = Claims::new(aud, NOW + 600).subject("alice").issued_at(NOW - 60);
-        if let Some(iss) = &config.issuer {
+        if let Some(iss) = config.first_iss() {
             claims = claims.issuer(iss);
         }
         claims.to_json()

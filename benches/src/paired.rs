@@ -221,7 +221,11 @@ fn native_hmac(all: &mut BTreeMap<String, f64>) {
             (
                 ids::NATIVE_HMAC_WORKER,
                 Box::new(|_| {
-                    let _ = black_box(worker::signature::verify(&hmac_key, black_box(&input), &[0u8; 32]));
+                    let _ = black_box(worker::internal::signature::verify(
+                        &hmac_key,
+                        black_box(&input),
+                        &[0u8; 32],
+                    ));
                 }),
             ),
             (

@@ -318,13 +318,15 @@ mod tests {
     fn reads_every_signing_key_of_a_jwks_and_skips_encryption_keys() {
         let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
         let kids: Vec<(&str, PublicAlg)> =
-            config.public_keys.iter().map(|k| (k.kid.as_str(), k.key.alg())).collect();
+            config.public_keys().map(|k| (k.kid.as_str(), k.key.alg())).collect();
         assert_eq!(
             kids,
             [("rsa-a2", PublicAlg::Rs256), ("ec-a3", PublicAlg::Es256), ("ed-8037", PublicAlg::EdDsa)]
         );
-        assert!(config.keys.is_empty());
-        let PublicKey::Rsa { modulus, exponent } = &config.public_keys[0].key else { panic!("RSA") };
+        assert!(config.hs256_keys().next().is_none());
+        let PublicKey::Rsa { modulus, exponent } = &config.issuers[0].public_keys[0].key else {
+            panic!("RSA")
+        };
         assert_eq!((modulus.len(), *exponent), (256, 65537));
     }
 
@@ -333,7 +335,7 @@ mod tests {
         let config =
             config_with("kid = \"r\"\npem = \"rs256-3072.pub.pem\"\nalg = \"RS256\"", &fixture_keys())
                 .expect("valid");
-        let PublicKey::Rsa { modulus, .. } = &config.public_keys[0].key else { panic!("RSA") };
+        let PublicKey::Rsa { modulus, .. } = &config.issuers[0].public_keys[0].key else { panic!("RSA") };
         assert_eq!(modulus.len(), 384);
         let line = refusal("kid = \"r\"\npem = \"rs256-3072.pub.pem\"\nalg = \"ES256\"", &fixture_keys());
         assert!(line.contains("(kid \"r\") has alg \"ES256\", but the key is for RS256"), "{line}");
@@ -431,17 +433,13 @@ mod tests {
     fn renders_public_keys_as_constants() {
         let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
         let rust = config.to_rust();
-        assert!(rust.contains("VerifyingKey::Rs256(crate::signature::rs256::RsaKey { kid: \"rsa-a2\", len: 256, exponent: 65537, modulus: crate::signature::rs256::Modulus::Bits2048(&crate::signature::rs256::params_2048(\"a1f8160a"), "{rust}");
+        assert!(rust.contains("VerifyingKey::Rs256(crate::keys::RsaKey { kid: \"rsa-a2\", len: 256, exponent: 65537, modulus: crate::keys::Modulus::Bits2048(&crate::keys::params_2048(\"a1f8160a"), "{rust}");
         assert!(
-            rust.contains(
-                "VerifyingKey::Es256(crate::signature::es256::EcKey { kid: \"ec-a3\", sec1: &[4, 127, 205,"
-            ),
+            rust.contains("VerifyingKey::Es256(crate::keys::EcKey { kid: \"ec-a3\", sec1: &[4, 127, 205,"),
             "{rust}"
         );
         assert!(
-            rust.contains(
-                "VerifyingKey::EdDsa(crate::signature::eddsa::EdKey { kid: \"ed-8037\", public: &[215, 90,"
-            ),
+            rust.contains("VerifyingKey::EdDsa(crate::keys::EdKey { kid: \"ed-8037\", public: &[215, 90,"),
             "{rust}"
         );
     }

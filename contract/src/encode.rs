@@ -64,6 +64,12 @@ impl<'o> Encoder<'o> {
         self.field(b"\n>", name, value)
     }
 
+    /// Appends `parts` to the value of the field, or to the body, written
+    /// last (a value written in several steps).
+    pub fn extend_value(&mut self, parts: &[&[u8]]) -> Result<(), Full> {
+        self.push_all(parts)
+    }
+
     /// Starts a direct answer: its RFC 6750 error code (empty for none) and
     /// its reason. Fields follow with [`Encoder::add_response_field`], then
     /// [`Encoder::body`] ends it.

@@ -37,8 +37,8 @@ fn req(token: &str) -> String {
 /// request path never reaches: both are listed in `UNREACHABLE`.
 fn cases() -> Vec<Case> {
     let config = common::config();
-    let key = config.keys[0].secret().to_vec();
-    let iss = config.issuer.clone().unwrap();
+    let key = config.issuers[0].keys[0].secret().to_vec();
+    let iss = config.first_iss().unwrap().to_owned();
     let header = Claims::header("fixture");
     let exp = NOW + 600;
     let claims = |aud: &str| Claims::new(aud, exp).issuer(&iss).subject("alice").to_json();
@@ -194,7 +194,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 18] = [
+const UNREACHABLE: [Rejection; 27] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -213,6 +213,17 @@ const UNREACHABLE: [Rejection; 18] = [
     Rejection::PathAboveRoot,
     Rejection::DotSegmentParameters,
     Rejection::TargetTooLong,
+    // The policies' rejections need the policy fixture: the policy corpus
+    // (testkit/conformance/policies.jsonl) covers each, on every host.
+    Rejection::MalformedTokenField,
+    Rejection::ConflictingTokens,
+    Rejection::ClaimNotHeaderSafe,
+    Rejection::InsufficientScope,
+    Rejection::MissingRole,
+    Rejection::ClaimMismatch,
+    Rejection::Denied,
+    Rejection::NotFound,
+    Rejection::PreflightRefused,
 ];
 
 fn check(case: &Case, decision: &DecisionBuf) {

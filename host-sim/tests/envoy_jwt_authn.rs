@@ -206,7 +206,7 @@ fn native_jwt_authn_forwards_by_audience_and_refuses_the_rest() {
 
     // Nothing else is forwarded.
     let (kid, key) = testkit::tokens::first_key(&config).unwrap();
-    let issuer = config.issuer.clone().unwrap_or_default();
+    let issuer = config.first_iss().unwrap_or_default().to_owned();
     let signed = |claims: &str, key: &[u8]| mint(Claims::header(kid), claims, key);
     let exp = now() + 600;
     let cases = [

@@ -26,7 +26,7 @@ pub fn fixture_wasm() -> std::path::PathBuf {
 
 /// The fixture's key (public, test-only).
 pub fn fixture_secret() -> &'static [u8] {
-    config().keys[0].as_hs256().map_or(&[], |key| key.secret)
+    testkit::tokens::first_key(testkit::fixture::config_ref()).map_or(&[], |(_, secret)| secret)
 }
 
 /// The fixture's configuration, as the worker reads it.

@@ -21,10 +21,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use gateway_config::{GatewayConfig, PublicKey};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use worker::Rejection;
-use worker::arena::Arena;
 use worker::config::{Config, VerifyingKey};
-use worker::signature::{eddsa, es256, rs256};
-use worker::{claims, header, jws, signature};
+use worker::internal::Arena;
+use worker::keys;
 
 const NOW: u64 = 1_800_000_000;
 const ISSUER: &str = "https://issuer.test";
@@ -46,57 +45,46 @@ fn leak<T: ?Sized>(value: Box<T>) -> &'static T {
 }
 
 /// The fixture as the worker reads it, built at run time the way the build
-/// writes it at compile time (the same `const fn`s).
+/// writes it at compile time (the same `const fn`s for RSA).
 fn config() -> &'static Config<'static> {
     static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
-    CONFIG.get_or_init(|| {
-        let loaded = loaded();
-        let text = |s: &str| -> &'static str { leak(s.to_owned().into_boxed_str()) };
-        let mut keys: Vec<VerifyingKey<'static>> =
-            loaded.keys.iter().map(|k| testkit::fixture::hs256_key(&k.kid, k.secret())).collect();
-        for public in &loaded.public_keys {
-            let kid = text(&public.kid);
-            keys.push(match &public.key {
-                PublicKey::Rsa { modulus, exponent } => {
-                    let width = [256, 384, 512].into_iter().find(|w| modulus.len() <= *w).unwrap();
-                    let hex: String = std::iter::repeat_n(0u8, width - modulus.len())
-                        .chain(modulus.iter().copied())
-                        .map(|b| format!("{b:02x}"))
-                        .collect();
-                    let modulus_params = match width {
-                        256 => rs256::Modulus::Bits2048(leak(Box::new(rs256::params_2048(&hex)))),
-                        384 => rs256::Modulus::Bits3072(leak(Box::new(rs256::params_3072(&hex)))),
-                        _ => rs256::Modulus::Bits4096(leak(Box::new(rs256::params_4096(&hex)))),
-                    };
-                    VerifyingKey::Rs256(rs256::RsaKey {
-                        kid,
-                        len: modulus.len(),
-                        exponent: *exponent,
-                        modulus: modulus_params,
-                    })
-                }
-                PublicKey::P256 { sec1 } => {
-                    VerifyingKey::Es256(es256::EcKey { kid, sec1: leak(Box::new(*sec1)) })
-                }
-                PublicKey::Ed25519 { public } => {
-                    VerifyingKey::EdDsa(eddsa::EdKey { kid, public: leak(Box::new(*public)) })
-                }
-            });
-        }
-        testkit::fixture::worker_config_of(loaded, keys)
-    })
+    CONFIG.get_or_init(|| testkit::fixture::worker_config_of(loaded(), &|public| Some(public_key(public))))
 }
 
-/// `gateway::authorize` from the token on: the audience it routes to, or why not.
+/// A validated public key as the worker verifies with it.
+fn public_key(public: &gateway_config::PublicKeyConfig) -> VerifyingKey<'static> {
+    let kid: &'static str = leak(public.kid.clone().into_boxed_str());
+    match &public.key {
+        PublicKey::Rsa { modulus, exponent } => {
+            let width = [256, 384, 512].into_iter().find(|w| modulus.len() <= *w).unwrap();
+            let hex: String = std::iter::repeat_n(0u8, width - modulus.len())
+                .chain(modulus.iter().copied())
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let modulus_params = match width {
+                256 => keys::Modulus::Bits2048(leak(Box::new(keys::params_2048(&hex)))),
+                384 => keys::Modulus::Bits3072(leak(Box::new(keys::params_3072(&hex)))),
+                _ => keys::Modulus::Bits4096(leak(Box::new(keys::params_4096(&hex)))),
+            };
+            VerifyingKey::Rs256(keys::RsaKey {
+                kid,
+                len: modulus.len(),
+                exponent: *exponent,
+                modulus: modulus_params,
+            })
+        }
+        PublicKey::P256 { sec1 } => VerifyingKey::Es256(keys::EcKey { kid, sec1: leak(Box::new(*sec1)) }),
+        PublicKey::Ed25519 { public } => {
+            VerifyingKey::EdDsa(keys::EdKey { kid, public: leak(Box::new(*public)) })
+        }
+    }
+}
+
+/// The request path from the token on: the audience it routes to, or why not.
 fn decide(token: &str, now: u64) -> Result<&'static str, Rejection> {
     let mut region = vec![0u8; 16 << 10];
     let mut arena = Arena::new(&mut region);
-    let parts = jws::split(token.as_bytes())?;
-    let header_json = jws::decode(parts.header, &mut arena)?;
-    let key = header::select_key(header_json, config().keys)?;
-    signature::verify_jws(key, parts.signing_input, parts.signature)?;
-    let claims_json = jws::decode(parts.payload, &mut arena)?;
-    claims::check(claims_json, now, config(), &mut arena).map(|grant| grant.route.audience)
+    worker::internal::authorize(token.as_bytes(), now, config(), &mut arena, None).map(|v| v.route.audience)
 }
 
 fn pem(name: &str) -> Vec<u8> {
@@ -247,7 +235,7 @@ fn algorithm_confusion_is_refused() {
     // An HMAC secret never verifies a public-key algorithm: an RS256 token
     // "signed" with the HMAC of the fixture secret names the HMAC key.
     let input = format!("{}.{payload}", b64(br#"{"alg":"RS256","kid":"fixture"}"#));
-    let token = format!("{input}.{}", b64(&hmac(loaded().keys[0].secret(), &input)));
+    let token = format!("{input}.{}", b64(&hmac(loaded().issuers[0].keys[0].secret(), &input)));
     assert_eq!(decide(&token, NOW), Err(Rejection::UnsupportedAlgorithm));
 }
 
@@ -524,7 +512,7 @@ fn per_token_time() {
         "HS256",
         hs,
         Validation::new(Algorithm::HS256),
-        DecodingKey::from_secret(loaded().keys[0].secret()).unwrap(),
+        DecodingKey::from_secret(loaded().issuers[0].keys[0].secret()).unwrap(),
     )];
     for signer in signers() {
         let name = match signer.kid {

@@ -516,7 +516,7 @@ fn header_difference(header: &[u8]) -> Option<&'static str> {
         return Some("typ other than JWT or at+jwt");
     }
     if let Some(Value::String(kid)) = parsed("kid")
-        && config().keys.iter().all(|k| k.kid() != kid)
+        && config().issuers[0].keys.iter().all(|k| k.kid() != kid)
     {
         return Some("kid naming no configured key");
     }
@@ -566,7 +566,7 @@ fn claims_difference(claims: &[u8], now: u64) -> Option<&'static str> {
     if count("iat") > 1 || value("iat").is_some_and(|raw| raw != "null" && numeric_date(raw).is_none()) {
         return Some("iat not a NumericDate, or duplicated");
     }
-    let leeway = config().leeway_secs as f64;
+    let leeway = config().issuers[0].leeway_secs as f64;
     let near = |t: f64, boundary: f64| (t - boundary).abs() <= 3.0;
     let (now, date) = (now as f64, |name: &str| value(name).and_then(numeric_date));
     let exp_near = date("exp").is_some_and(|exp| near(exp + leeway, now));
@@ -639,11 +639,11 @@ fn reference_accepts(token: &str, validation: &Validation, key: &DecodingKey) ->
 fn validation() -> Validation {
     let config = config();
     let mut v = Validation::new(Algorithm::HS256);
-    v.leeway = config.leeway_secs;
+    v.leeway = config.issuers[0].leeway_secs;
     v.validate_exp = true;
     v.validate_nbf = true;
     v.validate_aud = true;
-    v.set_issuer(&[config.issuer.unwrap()]);
+    v.set_issuer(&[config.issuers[0].iss.unwrap()]);
     let audiences: Vec<&str> = config.routes.iter().map(|r| r.audience).collect();
     v.set_audience(&audiences);
     v.set_required_spec_claims(&["exp", "iss", "aud"]);

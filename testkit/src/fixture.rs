@@ -1,23 +1,42 @@
-//! The test fixture: `testkit/fixture.toml`, the configuration every test
-//! that drives a built module uses (its public test key, issuer and routes),
-//! independent of the user's `gateway.toml`. `make fixture` compiles it into
-//! `target/fixture/gateway.wasm`; here it is read for the tests' own side:
-//! minting tokens with its key, and deciding natively with the same config.
+//! The test fixtures: `testkit/fixture.toml` (the configuration every test
+//! that drives a built module uses: its public test key, issuer and routes)
+//! and `testkit/fixture-policies.toml` (the same with every policy),
+//! independent of the user's `gateway.toml`. `make fixture` compiles them
+//! into `target/fixture/`; here they are read for the tests' own side:
+//! minting tokens with their keys, and deciding natively with the same
+//! config, mapped by [`worker_config_of`], the one mapping from the config
+//! crate's validated model to the worker's tables outside the build.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use gateway_config::GatewayConfig;
-use worker::config::{Config, HmacKey, Key, Route, VerifyingKey};
+use gateway_config::policy::{
+    AccessConfig, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig,
+};
+use gateway_config::{GatewayConfig, PublicKeyConfig};
+use worker::config::{
+    Access, ClaimHeader, ClaimValue, Config, Cors, HmacKey, Hs256Key, Issuer, Literal, PathMatch, Policy,
+    Requirements, Roles, Route, Rule, TokenSource, VerifyingKey,
+};
 
 /// The fixture's configuration file.
 pub fn toml_path() -> PathBuf {
     root().join("testkit/fixture.toml")
 }
 
+/// The policy fixture's configuration file.
+pub fn policies_toml_path() -> PathBuf {
+    root().join("testkit/fixture-policies.toml")
+}
+
 /// The module built from the fixture by `make fixture`.
 pub fn wasm_path() -> PathBuf {
     root().join("target/fixture/gateway.wasm")
+}
+
+/// The module built from the policy fixture by `make fixture`.
+pub fn policies_wasm_path() -> PathBuf {
+    root().join("target/fixture/gateway-policies.wasm")
 }
 
 /// The workspace root.
@@ -34,13 +53,28 @@ pub fn config() -> GatewayConfig {
     gateway_config::load(&toml_path()).unwrap_or_else(|e| panic!("the test fixture: {e}"))
 }
 
+/// The fixture, validated once and kept for the process.
+pub fn config_ref() -> &'static GatewayConfig {
+    static CONFIG: OnceLock<GatewayConfig> = OnceLock::new();
+    CONFIG.get_or_init(config)
+}
+
+/// The policy fixture, validated as the build validates it.
+///
+/// # Panics
+///
+/// When `testkit/fixture-policies.toml` does not load.
+pub fn policies_config() -> GatewayConfig {
+    gateway_config::load(&policies_toml_path()).unwrap_or_else(|e| panic!("the policy fixture: {e}"))
+}
+
 /// An HS256 key as the build compiles it in (its HMAC states computed by the
 /// same function), kept for the process.
 pub fn hs256_key(kid: &str, secret: &[u8]) -> VerifyingKey<'static> {
     let (inner, outer) = gateway_config::hmac_key::hmac_sha256_states(secret);
-    VerifyingKey::Hs256(Key {
-        kid: Box::leak(kid.to_owned().into_boxed_str()),
-        secret: Box::leak(secret.to_vec().into_boxed_slice()),
+    VerifyingKey::Hs256(Hs256Key {
+        kid: leak(kid),
+        secret: leak_slice(secret),
         hmac: HmacKey { inner, outer },
     })
 }
@@ -48,18 +82,51 @@ pub fn hs256_key(kid: &str, secret: &[u8]) -> VerifyingKey<'static> {
 /// The fixture as the worker reads it (built once, kept for the process).
 pub fn worker_config() -> &'static Config<'static> {
     static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
-    CONFIG.get_or_init(|| {
-        let loaded = config();
-        let keys = loaded.keys.iter().map(|k| hs256_key(&k.kid, k.secret())).collect();
-        worker_config_of(&loaded, keys)
-    })
+    CONFIG.get_or_init(|| worker_config_of(&config(), &|_| None))
 }
 
-/// `loaded` as the worker reads it, with `keys` (the caller builds them: the
-/// HS256 keys with [`hs256_key`], public keys as its test needs), kept for
-/// the process.
-pub fn worker_config_of(loaded: &GatewayConfig, keys: Vec<VerifyingKey<'static>>) -> Config<'static> {
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+/// The policy fixture as the worker reads it (built once, kept for the process).
+pub fn policies_worker_config() -> &'static Config<'static> {
+    static CONFIG: OnceLock<Config<'static>> = OnceLock::new();
+    CONFIG.get_or_init(|| worker_config_of(&policies_config(), &|_| None))
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+fn leak_slice<T: Clone>(items: &[T]) -> &'static [T] {
+    Box::leak(items.to_vec().into_boxed_slice())
+}
+
+fn leak_strs(list: &[String]) -> &'static [&'static str] {
+    Box::leak(list.iter().map(|s| leak(s)).collect::<Vec<_>>().into_boxed_slice())
+}
+
+/// `loaded` as the worker reads it, kept for the process: the same tables
+/// the build writes as Rust source (`GatewayConfig::to_rust`), built at run
+/// time. HS256 keys are built here; `public_key` builds each public key (the
+/// algorithms are features of the worker the caller builds with), and a
+/// key it gives `None` for is left out.
+pub fn worker_config_of(
+    loaded: &GatewayConfig,
+    public_key: &dyn Fn(&PublicKeyConfig) -> Option<VerifyingKey<'static>>,
+) -> Config<'static> {
+    let issuers: Vec<Issuer<'static>> = loaded
+        .issuers
+        .iter()
+        .map(|issuer| {
+            let mut keys: Vec<VerifyingKey<'static>> =
+                issuer.keys.iter().map(|k| hs256_key(&k.kid, k.secret())).collect();
+            keys.extend(issuer.public_keys.iter().filter_map(public_key));
+            Issuer {
+                iss: issuer.iss.as_deref().map(leak),
+                leeway_secs: issuer.leeway_secs,
+                keys: Box::leak(keys.into_boxed_slice()),
+                audiences: leak_strs(&issuer.audiences),
+            }
+        })
+        .collect();
     let routes: Vec<Route<'static>> = loaded
         .routes
         .iter()
@@ -67,11 +134,92 @@ pub fn worker_config_of(loaded: &GatewayConfig, keys: Vec<VerifyingKey<'static>>
         .collect();
     Config {
         realm: leak(&loaded.realm),
-        issuer: loaded.issuer.as_deref().map(leak),
-        leeway_secs: loaded.leeway_secs,
         max_token_bytes: loaded.max_token_bytes,
         trusted_proxy_hops: loaded.trusted_proxy_hops,
-        keys: Box::leak(keys.into_boxed_slice()),
+        issuers: Box::leak(issuers.into_boxed_slice()),
         routes: Box::leak(routes.into_boxed_slice()),
+        policy: policy_of(loaded),
+    }
+}
+
+fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
+    let policy = &loaded.policy;
+    let rules: Vec<Rule<'static>> = policy
+        .rules
+        .iter()
+        .map(|rule| Rule {
+            methods: leak_strs(&rule.methods),
+            path: match &rule.path {
+                PathMatchConfig::Exact(p) => PathMatch::Exact(leak(p)),
+                PathMatchConfig::Prefix(p) => PathMatch::Prefix(leak(p)),
+            },
+            access: match &rule.access {
+                AccessConfig::Public { route } => Access::Public { route: *route },
+                AccessConfig::Deny { status } => Access::Deny { status: *status },
+                AccessConfig::Token(requirements) => Access::Token(requirements_of(requirements)),
+            },
+        })
+        .collect();
+    let cors = policy.cors.as_ref().map(|cors| Cors {
+        origins: leak_strs(&cors.origins),
+        methods: leak_strs(&cors.methods),
+        methods_joined: leak(&cors.methods.join(", ")),
+        headers: leak_strs(&cors.headers),
+        headers_joined: leak(&cors.headers.join(", ")),
+        expose_headers: leak(&cors.expose_headers.join(", ")),
+        max_age: leak(&cors.max_age_secs.map(|age| age.to_string()).unwrap_or_default()),
+        credentials: cors.credentials,
+        unmatched_preflight_route: cors.unmatched_preflight_route,
+    });
+    let token_sources: Vec<TokenSource<'static>> = policy
+        .token_sources
+        .iter()
+        .map(|source| match source {
+            TokenSourceConfig::Bearer => TokenSource::Bearer,
+            TokenSourceConfig::Cookie(name) => TokenSource::Cookie(leak(name)),
+            TokenSourceConfig::Header { name, prefix } => {
+                TokenSource::Header { name: leak(name), prefix: leak(prefix) }
+            }
+        })
+        .collect();
+    let claim_headers: Vec<ClaimHeader<'static>> = policy
+        .claim_headers
+        .iter()
+        .map(|h| ClaimHeader { claim: h.claim, header: leak(&h.header), percent_encode: h.percent_encode })
+        .collect();
+    Policy {
+        rules: Box::leak(rules.into_boxed_slice()),
+        cors,
+        token_sources: Box::leak(token_sources.into_boxed_slice()),
+        claims: leak_strs(&policy.claims),
+        scope_claims: leak_slice(&policy.scope_claims),
+        claim_headers: Box::leak(claim_headers.into_boxed_slice()),
+        payload_header: policy.payload_header.as_deref().map(leak),
+    }
+}
+
+fn requirements_of(requirements: &RequirementsConfig) -> Requirements<'static> {
+    let claim_values: Vec<ClaimValue<'static>> = requirements
+        .claim_values
+        .iter()
+        .map(|v| ClaimValue {
+            claim: v.claim,
+            value: match &v.value {
+                LiteralConfig::String(s) => Literal::String(leak(s)),
+                LiteralConfig::Integer(n) => Literal::Integer(*n),
+                LiteralConfig::Bool(b) => Literal::Bool(*b),
+            },
+        })
+        .collect();
+    Requirements {
+        scopes_all: leak_strs(&requirements.scopes_all),
+        scopes_any: leak_strs(&requirements.scopes_any),
+        scope_attribute: leak(&requirements.scope_attribute),
+        roles: requirements.roles.as_ref().map(|roles| Roles {
+            claim: roles.claim,
+            all: leak_strs(&roles.all),
+            any: leak_strs(&roles.any),
+        }),
+        claim_values: Box::leak(claim_values.into_boxed_slice()),
     }
 }

@@ -140,14 +140,14 @@ const METHODS: [&str; 4] = ["GET", "GET", "POST", "PUT"];
 impl Mix {
     /// A mix signed with `config`'s first key, valid at `now` (Unix seconds), from `seed`.
     pub fn new(config: &GatewayConfig, now: u64, seed: u64) -> Mix {
-        let (kid, key) = match config.keys.first() {
+        let (kid, key) = match config.hs256_keys().next() {
             Some(k) => (k.kid.clone(), k.secret().to_vec()),
             None => (String::new(), Vec::new()),
         };
         Mix {
             kid,
             key,
-            issuer: config.issuer.clone(),
+            issuer: config.first_iss().map(str::to_owned),
             audiences: config.routes.iter().map(|r| r.aud.clone()).collect(),
             now,
             seed,

@@ -59,12 +59,14 @@ pub struct Claims {
     pub nbf: Option<u64>,
     /// `iat`, when set.
     pub iat: Option<u64>,
+    /// Any other claims (scopes, roles, tenant), in order.
+    pub extra: Vec<(String, serde_json::Value)>,
 }
 
 impl Claims {
     /// Claims for audience `aud` expiring at `exp`.
     pub fn new(aud: &str, exp: u64) -> Claims {
-        Claims { aud: aud.into(), exp, iss: None, sub: None, nbf: None, iat: None }
+        Claims { aud: aud.into(), exp, iss: None, sub: None, nbf: None, iat: None, extra: Vec::new() }
     }
 
     /// With `iss`.
@@ -91,6 +93,12 @@ impl Claims {
         self
     }
 
+    /// With another claim.
+    pub fn claim(mut self, name: &str, value: serde_json::Value) -> Claims {
+        self.extra.push((name.into(), value));
+        self
+    }
+
     /// The claims as JSON.
     pub fn to_json(&self) -> String {
         let mut map = serde_json::Map::new();
@@ -107,6 +115,9 @@ impl Claims {
         }
         if let Some(iat) = self.iat {
             map.insert("iat".into(), iat.into());
+        }
+        for (name, value) in &self.extra {
+            map.insert(name.clone(), value.clone());
         }
         serde_json::Value::Object(map).to_string()
     }
@@ -134,7 +145,7 @@ pub fn request_head(method: &str, path_and_query: &str, token: Option<&str>) -> 
 
 /// The signing key a gateway config names first, with its kid.
 pub fn first_key(config: &gateway_config::GatewayConfig) -> Option<(&str, &[u8])> {
-    config.keys.first().map(|k| (k.kid.as_str(), k.secret()))
+    config.issuers.first()?.keys.first().map(|k| (k.kid.as_str(), k.secret()))
 }
 
 /// Mints a valid token for `aud` with the config's first key and issuer,
@@ -148,7 +159,7 @@ pub fn mint_for(
 ) -> Option<String> {
     let (kid, key) = first_key(config)?;
     let mut claims = Claims::new(aud, now.saturating_add(exp_in)).issued_at(now);
-    if let Some(iss) = &config.issuer {
+    if let Some(iss) = config.first_iss() {
         claims = claims.issuer(iss);
     }
     if let Some(sub) = sub {

@@ -5,13 +5,13 @@
 //! [`Instance`] is the whole state of a module instance, safe and testable
 //! natively. On wasm32 the exports wrap one static `Instance`.
 
+use crate::answer::OUTPUT_CAPACITY;
 use crate::cache::TokenCache;
 use crate::config::{COMPILED, Config};
-use crate::gateway;
+use crate::decide;
+pub use crate::http::request::TOKEN_CAPACITY;
+use crate::http::target::MAX_TARGET_LEN;
 use crate::reject::Rejection;
-use crate::request::TOKEN_CAPACITY;
-use crate::response::OUTPUT_CAPACITY;
-use crate::target::MAX_TARGET_LEN;
 
 /// The contract version; a host refuses a module whose version it does not know.
 pub use contract::ABI_VERSION;
@@ -66,8 +66,8 @@ impl Instance {
     /// did not fit: the answer is 431 without reading the buffer.
     pub fn handle(&mut self, len: u32, now: f64, config: &Config<'_>) -> u32 {
         let answer = match self.input.get(..len as usize) {
-            Some(input) => gateway::handle_cached(input, now, config, &mut self.scratch, &mut self.cache),
-            None => gateway::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
+            Some(input) => decide::handle_cached(input, now, config, &mut self.scratch, &mut self.cache),
+            None => decide::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
         };
         self.output_len = answer.output.len();
         u32::from(answer.status)

@@ -22,7 +22,7 @@
 
 use subtle::ConstantTimeEq as _;
 
-use crate::config::VerifyingKey;
+use crate::config::Issuer;
 
 /// How many tokens an instance remembers.
 pub const ENTRIES: usize = 16;
@@ -77,8 +77,9 @@ impl TokenCache {
         }
     }
 
-    /// The claims JSON of `token` if it was verified with `keys`.
-    pub fn claims(&self, token: &[u8], keys: &[VerifyingKey<'_>]) -> Option<&[u8]> {
+    /// The claims JSON of `token` if it was verified with the keys of `keys`
+    /// (the config's issuers).
+    pub fn claims(&self, token: &[u8], keys: &[Issuer<'_>]) -> Option<&[u8]> {
         if token.is_empty() || self.keys != identity(keys) {
             return None;
         }
@@ -90,7 +91,7 @@ impl TokenCache {
 
     /// Records that `token`'s header and signature checked out under `keys`
     /// and that its payload decoded to `claims`.
-    pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[VerifyingKey<'_>]) {
+    pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[Issuer<'_>]) {
         if token.is_empty() || token.len() > CACHED_TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
             return;
         }
@@ -123,8 +124,8 @@ impl Default for TokenCache {
     }
 }
 
-/// Which key table: its address and length.
-fn identity(keys: &[VerifyingKey<'_>]) -> (usize, usize) {
+/// Which issuer table: its address and length.
+fn identity(keys: &[Issuer<'_>]) -> (usize, usize) {
     (keys.as_ptr() as usize, keys.len())
 }
 
@@ -144,18 +145,9 @@ fn hash(token: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HmacKey, Key};
-
-    static KEYS: &[VerifyingKey<'static>] = &[VerifyingKey::Hs256(Key {
-        kid: "k",
-        secret: b"0123456789abcdef0123456789abcdef",
-        hmac: HmacKey::UNKEYED,
-    })];
-    static OTHER_KEYS: &[VerifyingKey<'static>] = &[VerifyingKey::Hs256(Key {
-        kid: "other",
-        secret: b"fedcba9876543210fedcba9876543210",
-        hmac: HmacKey::UNKEYED,
-    })];
+    static KEYS: &[Issuer<'static>] = &[Issuer { iss: None, leeway_secs: 0, keys: &[], audiences: &[] }];
+    static OTHER_KEYS: &[Issuer<'static>] =
+        &[Issuer { iss: Some("other"), leeway_secs: 0, keys: &[], audiences: &[] }];
 
     fn twice(cache: &mut TokenCache, token: &[u8], claims: &[u8]) {
         cache.insert(token, claims, KEYS);

@@ -1,21 +1,22 @@
 //! The gateway configuration as the request path reads it: borrowed tables,
-//! no allocation, and one compiled-in instance generated from `gateway.toml`
-//! by `build.rs`.
+//! no allocation, and one compiled-in instance ([`COMPILED`]) generated from
+//! `gateway.toml` by `build.rs` with the `config` crate, which validates
+//! everything here first (sorted routes, indices in range, names that are
+//! tokens, strings without quotes or line breaks). The generated code names
+//! only the types of this module and of [`crate::keys`].
+//!
+//! A config without rules, CORS, claim headers or other token sources
+//! decides exactly as the token-for-everything gateway always has; each
+//! policy is also compiled out of a wasm module whose config does not use
+//! it (`build.rs` sets the `policy_*` cfgs).
 
-use core::fmt;
-
-use crate::signature::Alg;
-pub use crate::signature::HmacKey;
+pub use crate::keys::{HmacKey, Hs256Key, VerifyingKey};
 
 /// What the gateway checks and where it routes.
 #[derive(Debug, Clone, Copy)]
 pub struct Config<'c> {
     /// The realm named in `WWW-Authenticate` challenges.
     pub realm: &'c str,
-    /// When set, `iss` must equal it exactly.
-    pub issuer: Option<&'c str>,
-    /// Clock skew tolerated on `exp` and `nbf`, in seconds.
-    pub leeway_secs: u64,
     /// Proxies in front of the gateway whose `X-Forwarded-For` is trusted:
     /// 0 (an edge gateway, the first hop) replaces the client's value with
     /// the peer address; more keeps it and appends the peer, as Envoy's
@@ -23,92 +24,31 @@ pub struct Config<'c> {
     pub trusted_proxy_hops: u32,
     /// The longest bearer token accepted, in bytes (`max_token_bytes`, 256
     /// to 8 KiB). A module's regions are sized for its compiled value
-    /// ([`crate::request::TOKEN_CAPACITY`]); a larger value here than they
-    /// hold fails closed as "scratch exhausted", never overruns.
+    /// ([`crate::abi::TOKEN_CAPACITY`]); a larger value here than they hold
+    /// fails closed as "scratch exhausted", never overruns.
     pub max_token_bytes: usize,
-    /// Keys by kid, each with its algorithm.
-    pub keys: &'c [VerifyingKey<'c>],
+    /// Who issues tokens, each with its keys. One issuer without `iss`
+    /// accepts any `iss`; with several, a token's `iss` selects one.
+    pub issuers: &'c [Issuer<'c>],
     /// Routes sorted by audience in byte order, without duplicates (the build
     /// guarantees it; [`Config::routes_are_sorted`] checks it).
     pub routes: &'c [Route<'c>],
+    /// What each request needs beyond a valid token, and what travels with it.
+    pub policy: Policy<'c>,
 }
 
-/// One key and the one algorithm it verifies. Built from `gateway.toml` at
-/// build time, in the form its algorithm computes with: no key is parsed
-/// while a request waits.
+/// One issuer of tokens.
 #[derive(Debug, Clone, Copy)]
-pub enum VerifyingKey<'c> {
-    /// An HMAC secret: verifies HS256 only.
-    Hs256(Key<'c>),
-    /// An RSA public key: verifies RS256 only.
-    #[cfg(feature = "rs256")]
-    Rs256(crate::signature::rs256::RsaKey<'c>),
-    /// A P-256 public key: verifies ES256 only.
-    #[cfg(feature = "es256")]
-    Es256(crate::signature::es256::EcKey<'c>),
-    /// An Ed25519 public key: verifies EdDSA only.
-    #[cfg(feature = "eddsa")]
-    EdDsa(crate::signature::eddsa::EdKey<'c>),
-}
-
-impl<'c> VerifyingKey<'c> {
-    /// The `kid` that selects the key.
-    pub fn kid(&self) -> &'c str {
-        match self {
-            VerifyingKey::Hs256(key) => key.kid,
-            #[cfg(feature = "rs256")]
-            VerifyingKey::Rs256(key) => key.kid,
-            #[cfg(feature = "es256")]
-            VerifyingKey::Es256(key) => key.kid,
-            #[cfg(feature = "eddsa")]
-            VerifyingKey::EdDsa(key) => key.kid,
-        }
-    }
-
-    /// The one algorithm the key verifies.
-    pub fn alg(&self) -> Alg {
-        match self {
-            VerifyingKey::Hs256(_) => Alg::Hs256,
-            #[cfg(feature = "rs256")]
-            VerifyingKey::Rs256(_) => Alg::Rs256,
-            #[cfg(feature = "es256")]
-            VerifyingKey::Es256(_) => Alg::Es256,
-            #[cfg(feature = "eddsa")]
-            VerifyingKey::EdDsa(_) => Alg::EdDsa,
-        }
-    }
-
-    /// The HMAC key, when this is one (benches and tests reach the HS256
-    /// path directly).
-    pub fn as_hs256(&self) -> Option<&Key<'c>> {
-        match self {
-            VerifyingKey::Hs256(key) => Some(key),
-            #[allow(unreachable_patterns)]
-            _ => None,
-        }
-    }
-}
-
-/// One HS256 key.
-#[derive(Clone, Copy)]
-pub struct Key<'c> {
-    /// The `kid` that selects it.
-    pub kid: &'c str,
-    /// The key material, at least 32 bytes.
-    pub secret: &'c [u8],
-    /// The same key as verification uses it: HMAC's key states, which the
-    /// build computes from `secret`.
-    pub hmac: HmacKey,
-}
-
-impl fmt::Debug for Key<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Key")
-            .field("kid", &self.kid)
-            .field("secret", &format_args!("{{ ... }}"))
-            .field("hmac", &format_args!("{{ ... }}"))
-            .finish()
-    }
+pub struct Issuer<'c> {
+    /// When set, `iss` must equal it exactly (and, with several issuers,
+    /// selects this one).
+    pub iss: Option<&'c str>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds.
+    pub leeway_secs: u64,
+    /// This issuer's keys; a kid of another issuer's never verifies.
+    pub keys: &'c [VerifyingKey<'c>],
+    /// The audiences its tokens may be routed by; empty: every route.
+    pub audiences: &'c [&'c str],
 }
 
 /// One route: tokens for `audience` go to `origin`, under `base_path`.
@@ -125,10 +65,212 @@ pub struct Route<'c> {
     pub base_path: &'c str,
 }
 
+/// The policies: rules per path and method, CORS, where tokens come from,
+/// and the claims that travel upstream. [`Policy::NONE`] is the gateway
+/// without any: a valid token for every request, its subject forwarded.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy<'c> {
+    /// Rules in the order written; the first that matches decides. No match:
+    /// a valid token is needed, as without rules.
+    pub rules: &'c [Rule<'c>],
+    /// Cross-origin requests from browsers; `None`: no CORS answers.
+    pub cors: Option<Cors<'c>>,
+    /// Where tokens are taken from; empty: `Authorization: Bearer` only.
+    pub token_sources: &'c [TokenSource<'c>],
+    /// The claims the rules and claim headers read, by name; rules and
+    /// headers name them by index.
+    pub claims: &'c [&'c str],
+    /// Indices in [`Policy::claims`] of the claims scopes are read from
+    /// (`scope`, `scp`, or the configured ones).
+    pub scope_claims: &'c [u8],
+    /// Claims forwarded as headers.
+    pub claim_headers: &'c [ClaimHeader<'c>],
+    /// A header that carries the whole verified payload, base64url, as the
+    /// token holds it (Envoy's `forward_payload_header`).
+    pub payload_header: Option<&'c str>,
+}
+
+impl Policy<'_> {
+    /// No policy at all.
+    pub const NONE: Policy<'static> = Policy {
+        rules: &[],
+        cors: None,
+        token_sources: &[],
+        claims: &[],
+        scope_claims: &[],
+        claim_headers: &[],
+        payload_header: None,
+    };
+}
+
+/// One rule: requests of its methods whose normalized path it matches need
+/// what its access says.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule<'c> {
+    /// Methods (exact tokens, `GET`, `POST`, ...); empty: any method.
+    pub methods: &'c [&'c str],
+    /// Which normalized paths.
+    pub path: PathMatch<'c>,
+    /// What a matching request needs.
+    pub access: Access<'c>,
+}
+
+/// Which normalized paths a rule matches (the path as the module forwards
+/// it, before the route's base path: dot segments removed, unreserved
+/// escapes decoded, no query).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathMatch<'c> {
+    /// Exactly this path.
+    Exact(&'c str),
+    /// This path and every path below it, on a segment boundary: `/admin`
+    /// matches `/admin`, `/admin/` and `/admin/x`, never `/adminx`.
+    Prefix(&'c str),
+}
+
+/// What a request needs.
+#[derive(Debug, Clone, Copy)]
+pub enum Access<'c> {
+    /// No token: forwarded to the route at this index of the route table,
+    /// with no subject and no claims (a token sent anyway is ignored and
+    /// dropped like any other).
+    Public {
+        /// The route's index in [`Config::routes`].
+        route: u16,
+    },
+    /// A valid token, routed by its audience, that meets these requirements.
+    Token(Requirements<'c>),
+    /// Never forwarded: answered with this status (403 or 404).
+    Deny {
+        /// 403 or 404.
+        status: u16,
+    },
+}
+
+/// What a valid token must carry besides its audience, read from its
+/// verified claims with their escapes decoded. A token without it is 403
+/// `insufficient_scope` (RFC 6750 section 3.1).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requirements<'c> {
+    /// Every one of these scopes.
+    pub scopes_all: &'c [&'c str],
+    /// At least one of these scopes (when not empty).
+    pub scopes_any: &'c [&'c str],
+    /// The `scope` attribute of the challenge: the scopes above, space-separated.
+    pub scope_attribute: &'c str,
+    /// Membership in an array claim (`roles`, `groups`).
+    pub roles: Option<Roles<'c>>,
+    /// Exact claim values.
+    pub claim_values: &'c [ClaimValue<'c>],
+}
+
+impl Requirements<'_> {
+    /// A valid token and nothing more.
+    pub const NONE: Requirements<'static> = Requirements {
+        scopes_all: &[],
+        scopes_any: &[],
+        scope_attribute: "",
+        roles: None,
+        claim_values: &[],
+    };
+}
+
+/// Membership in the strings of an array claim (or a string claim, as one
+/// member).
+#[derive(Debug, Clone, Copy)]
+pub struct Roles<'c> {
+    /// The claim's index in [`Policy::claims`].
+    pub claim: u8,
+    /// Every one of these.
+    pub all: &'c [&'c str],
+    /// At least one of these (when not empty).
+    pub any: &'c [&'c str],
+}
+
+/// A claim that must have exactly this value.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimValue<'c> {
+    /// The claim's index in [`Policy::claims`].
+    pub claim: u8,
+    /// The value.
+    pub value: Literal<'c>,
+}
+
+/// A JSON value a claim is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Literal<'c> {
+    /// A string, compared with the claim's decoded text.
+    String(&'c str),
+    /// An integer, compared with a JSON number written as an integer.
+    Integer(i64),
+    /// `true` or `false`.
+    Bool(bool),
+}
+
+/// A claim forwarded upstream as a header.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimHeader<'c> {
+    /// The claim's index in [`Policy::claims`].
+    pub claim: u8,
+    /// The header (lower case), dropped from the client's request in every spelling.
+    pub header: &'c str,
+    /// A value that cannot travel intact (outside visible ASCII, a leading
+    /// or trailing space, a `,` inside an array element) is percent-encoded
+    /// (`%` included) instead of refused with 401.
+    pub percent_encode: bool,
+}
+
+/// Where a token may come from. A request carries at most one token: the
+/// same token in two places is one, different ones are refused (400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenSource<'c> {
+    /// `Authorization: Bearer <token>` (RFC 6750 section 2.1).
+    Bearer,
+    /// A header of this name (lower case), its value the token after an
+    /// optional prefix (compared ASCII case-insensitively).
+    Header {
+        /// The header.
+        name: &'c str,
+        /// What precedes the token (`Token `), or empty.
+        prefix: &'c str,
+    },
+    /// A cookie of this name (RFC 6265 section 5.4; the name is case-sensitive).
+    Cookie(&'c str),
+}
+
+/// CORS (the Fetch standard): which browser origins may call the API.
+#[derive(Debug, Clone, Copy)]
+pub struct Cors<'c> {
+    /// Allowed origins, exactly as browsers send them (`https://app.example`);
+    /// `["*"]` allows any origin and is refused with credentials.
+    pub origins: &'c [&'c str],
+    /// Allowed methods (exact tokens).
+    pub methods: &'c [&'c str],
+    /// The same, joined for `Access-Control-Allow-Methods`.
+    pub methods_joined: &'c str,
+    /// Allowed request headers (lower case).
+    pub headers: &'c [&'c str],
+    /// The same, joined for `Access-Control-Allow-Headers` (empty: none).
+    pub headers_joined: &'c str,
+    /// `Access-Control-Expose-Headers` (empty: none).
+    pub expose_headers: &'c str,
+    /// `Access-Control-Max-Age` in seconds, as written (empty: none).
+    pub max_age: &'c str,
+    /// `Access-Control-Allow-Credentials: true` (cookies and `Authorization`).
+    pub credentials: bool,
+    /// A preflight this config does not allow is forwarded, with no token,
+    /// to the route at this index instead of refused with 403.
+    pub unmatched_preflight_route: Option<u16>,
+}
+
 impl Config<'_> {
     /// True when the route table is strictly ascending, as binary search needs.
     pub fn routes_are_sorted(&self) -> bool {
         self.routes.windows(2).all(|w| w[0].audience.as_bytes() < w[1].audience.as_bytes())
+    }
+
+    /// The token buffer the config needs at least: the longest token it accepts.
+    pub fn max_token_len(&self) -> usize {
+        self.max_token_bytes
     }
 }
 
@@ -141,21 +283,15 @@ mod tests {
     #[test]
     fn compiled_config_is_sorted_and_has_keys() {
         assert!(COMPILED.routes_are_sorted());
-        assert!(!COMPILED.keys.is_empty());
-        assert!(COMPILED.keys.iter().filter_map(VerifyingKey::as_hs256).all(|k| k.secret.len() >= 32));
-    }
-
-    #[test]
-    fn compiled_key_states_are_the_secrets() {
-        for key in COMPILED.keys.iter().filter_map(VerifyingKey::as_hs256) {
-            assert!(key.hmac == crate::signature::tests::keyed(key.secret), "{}", key.kid);
+        assert!(COMPILED.issuers.iter().all(|issuer| !issuer.keys.is_empty()));
+        let hs256 = COMPILED.issuers.iter().flat_map(|i| i.keys).filter_map(|k| match k {
+            VerifyingKey::Hs256(key) => Some(key),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        });
+        for key in hs256 {
+            assert!(key.secret.len() >= 32);
+            assert!(key.hmac == crate::jose::signature::tests::keyed(key.secret), "{}", key.kid);
         }
-    }
-
-    #[test]
-    fn debug_hides_the_secret() {
-        let key = Key { kid: "k", secret: b"super-secret-material-0123456789", hmac: HmacKey::UNKEYED };
-        let shown = std::format!("{key:?}");
-        assert!(!shown.contains("super-secret"), "{shown}");
     }
 }

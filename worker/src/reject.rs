@@ -15,6 +15,9 @@ pub enum ErrorCode {
     InvalidRequest,
     /// The token is expired, malformed, forged or not for us: 401.
     InvalidToken,
+    /// The token is valid but lacks what the resource requires: 403
+    /// (RFC 6750 section 3.1).
+    InsufficientScope,
 }
 
 impl ErrorCode {
@@ -23,13 +26,22 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::InvalidToken => "invalid_token",
+            // Only a module whose rules read claims gives it (the text is not
+            // carried otherwise).
+            #[cfg(policy_claims)]
+            ErrorCode::InsufficientScope => "insufficient_scope",
+            #[cfg(not(policy_claims))]
+            ErrorCode::InsufficientScope => "",
         }
     }
 }
 
-/// Generates [`Rejection`] from rows of `doc, Variant => (status, code, reason)`.
+/// Generates [`Rejection`] from rows of `doc, Variant => (status, code,
+/// reason)`, optionally `if policy_x`: the policy cfg that alone gives the
+/// rejection. A module built without that policy never gives it, so its
+/// reason is not carried (the module stays the size of its config).
 macro_rules! rejections {
-    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal),)+) => {
+    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal) $(if $given:meta)?,)+) => {
         /// Why a request was not forwarded. Variants carry no data, so a
         /// rejection is one byte and its reason a static string.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,9 +73,16 @@ macro_rules! rejections {
             /// A short reason for `error_description`, made only of the
             /// characters RFC 6750 allows there (%x20-21 / %x23-5B / %x5D-7E).
             pub const fn reason(self) -> &'static str {
-                match self {
-                    $(Rejection::$variant => $reason,)+
-                }
+                // One table, indexed by the variant: a reason whose policy
+                // is compiled out is empty, so its text is not carried.
+                const REASONS: &[&str] = &[$(
+                    {
+                        $(#[cfg($given)])? let reason = $reason;
+                        $(#[cfg(not($given))] let reason = "";)?
+                        reason
+                    },
+                )+];
+                REASONS[self as usize]
             }
         }
     };
@@ -71,6 +90,7 @@ macro_rules! rejections {
 
 const REQUEST: Option<ErrorCode> = Some(ErrorCode::InvalidRequest);
 const TOKEN: Option<ErrorCode> = Some(ErrorCode::InvalidToken);
+const SCOPE: Option<ErrorCode> = Some(ErrorCode::InsufficientScope);
 const NONE: Option<ErrorCode> = None;
 
 rejections! {
@@ -125,6 +145,13 @@ rejections! {
     /// `Bearer` without a token, a tab after the scheme, or characters that
     /// RFC 6750's b64token does not allow.
     MalformedAuthorization => (400, REQUEST, "malformed authorization header"),
+    /// A token cookie or token header that is empty, repeated in one field
+    /// kind with another value, or holds characters RFC 6750's b64token does
+    /// not allow (after the configured prefix).
+    MalformedTokenField => (400, REQUEST, "malformed token cookie or header") if policy_sources,
+    /// Tokens in more than one place (header, cookie, `Authorization`) that
+    /// differ: exactly one token per request.
+    ConflictingTokens => (400, REQUEST, "more than one token") if policy_sources,
     /// The token is longer than `max_token_bytes` of the config (256 by
     /// default). The reason names no number, so that every build answers
     /// alike whatever its setting.
@@ -174,6 +201,21 @@ rejections! {
     /// `sub` cannot travel intact in a header: a leading or trailing space
     /// (which HTTP trims), or a byte outside visible ASCII and space.
     SubjectNotHeaderSafe => (401, TOKEN, "sub cannot travel intact in a header"),
+    /// A claim configured to travel as a header cannot travel intact (and
+    /// is not configured to be percent-encoded), or is an object.
+    ClaimNotHeaderSafe => (401, TOKEN, "claim cannot travel intact in a header") if policy_claims,
+    /// The rule needs scopes the token does not carry.
+    InsufficientScope => (403, SCOPE, "required scope missing") if policy_claims,
+    /// The rule needs a role (or group) the token does not carry.
+    MissingRole => (403, SCOPE, "required role missing") if policy_claims,
+    /// The rule needs a claim value the token does not carry.
+    ClaimMismatch => (403, SCOPE, "required claim value missing") if policy_claims,
+    /// A rule denies the path and method.
+    Denied => (403, NONE, "forbidden") if policy_rules,
+    /// A rule hides the path and method.
+    NotFound => (404, NONE, "not found") if policy_rules,
+    /// A CORS preflight whose origin, method or headers the config does not allow.
+    PreflightRefused => (403, NONE, "cors preflight not allowed") if policy_cors,
     /// The request-scoped arena ran out (a bug or a misconfigured build).
     ScratchExhausted => (500, NONE, "gateway scratch space exhausted"),
     /// The host passed a time that is negative, not finite, or beyond 2^53.
@@ -219,6 +261,8 @@ mod tests {
         (Rejection::UnsupportedScheme, 401, "", "authorization scheme must be Bearer"),
         (Rejection::DuplicateAuthorization, 400, "invalid_request", "more than one authorization header"),
         (Rejection::MalformedAuthorization, 400, "invalid_request", "malformed authorization header"),
+        (Rejection::MalformedTokenField, 400, "invalid_request", "malformed token cookie or header"),
+        (Rejection::ConflictingTokens, 400, "invalid_request", "more than one token"),
         (Rejection::TokenTooLong, 401, "invalid_token", "token longer than the gateway accepts"),
         (Rejection::MalformedToken, 401, "invalid_token", "token is not a compact JWS"),
         (Rejection::BadEncoding, 401, "invalid_token", "token is not canonical base64url"),
@@ -239,6 +283,13 @@ mod tests {
         (Rejection::MissingAudience, 401, "invalid_token", "aud claim required"),
         (Rejection::NoRoute, 401, "invalid_token", "no route for audience"),
         (Rejection::SubjectNotHeaderSafe, 401, "invalid_token", "sub cannot travel intact in a header"),
+        (Rejection::ClaimNotHeaderSafe, 401, "invalid_token", "claim cannot travel intact in a header"),
+        (Rejection::InsufficientScope, 403, "insufficient_scope", "required scope missing"),
+        (Rejection::MissingRole, 403, "insufficient_scope", "required role missing"),
+        (Rejection::ClaimMismatch, 403, "insufficient_scope", "required claim value missing"),
+        (Rejection::Denied, 403, "", "forbidden"),
+        (Rejection::NotFound, 404, "", "not found"),
+        (Rejection::PreflightRefused, 403, "", "cors preflight not allowed"),
         (Rejection::ScratchExhausted, 500, "", "gateway scratch space exhausted"),
         (Rejection::InvalidClock, 500, "", "host clock invalid"),
         (Rejection::InvalidContext, 500, "", "host context invalid"),
@@ -272,6 +323,13 @@ mod tests {
             match (rejection.status(), rejection.error_code()) {
                 (400 | 414 | 431, Some(ErrorCode::InvalidRequest)) => {}
                 (401, Some(ErrorCode::InvalidToken)) => {}
+                (403, Some(ErrorCode::InsufficientScope)) => {}
+                (403 | 404, None) => {
+                    assert!(matches!(
+                        rejection,
+                        Rejection::Denied | Rejection::NotFound | Rejection::PreflightRefused
+                    ))
+                }
                 (401, None) => {
                     assert!(matches!(
                         rejection,

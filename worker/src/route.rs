@@ -1,4 +1,4 @@
-//! Phase 5, route: the upstream for an audience, by binary search of the
+//! Route: the upstream for an audience, by binary search of the
 //! sorted route table.
 
 use crate::config::Route;

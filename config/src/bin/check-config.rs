@@ -31,19 +31,34 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let issuer = config.issuer.as_deref().unwrap_or("any issuer");
+    let issuers: Vec<String> = config
+        .issuers
+        .iter()
+        .map(|i| format!("{} (leeway {} s)", i.iss.as_deref().unwrap_or("any issuer"), i.leeway_secs))
+        .collect();
+    let policy = &config.policy;
     println!(
-        "config: {}: {} route(s), {} key(s), issuer {issuer}, leeway {} s",
+        "config: {}: {} route(s), {} key(s), issuer {}, {} rule(s){}{}",
         path.display(),
         config.routes.len(),
-        config.keys.len() + config.public_keys.len(),
-        config.leeway_secs
+        config.hs256_keys().count() + config.public_keys().count(),
+        issuers.join(", "),
+        policy.rules.len(),
+        if policy.cors.is_some() { ", CORS" } else { "" },
+        if policy.claim_headers.is_empty() {
+            String::new()
+        } else {
+            format!(", {} claim header(s)", policy.claim_headers.len())
+        },
     );
+    for warning in &config.warnings {
+        println!("config: warning: {warning}");
+    }
     if config.has_demo_key() {
         println!("config: WARNING: this build carries the public DEMO key: never deploy it");
     }
     let Some(out) = json_out else { return ExitCode::SUCCESS };
-    if !config.keys.iter().all(|k| k.is_demo()) {
+    if !config.hs256_keys().all(|k| k.is_demo()) || config.public_keys().next().is_some() {
         eprintln!(
             "error: {}: --fixture-json writes key material, so every key must be an inline demo key",
             path.display()
@@ -59,16 +74,31 @@ fn main() -> ExitCode {
     }
 }
 
-/// The config as the test harnesses read it: keys as hex, routes with their
+/// The config as the test harnesses read it: the first issuer's keys as
+/// hex (and every issuer's, with its `iss` and leeway), routes with their
 /// origin and base path.
 fn fixture_json(config: &GatewayConfig) -> String {
     let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
-    let keys: Vec<String> = config
-        .keys
+    let keys_of = |keys: &[gateway_config::KeyConfig]| -> String {
+        let keys: Vec<String> = keys
+            .iter()
+            .map(|k| {
+                let hex: String = k.secret().iter().map(|b| format!("{b:02x}")).collect();
+                format!("{{\"kid\":{},\"secret_hex\":\"{hex}\"}}", quote(&k.kid))
+            })
+            .collect();
+        format!("[{}]", keys.join(","))
+    };
+    let issuers: Vec<String> = config
+        .issuers
         .iter()
-        .map(|k| {
-            let hex: String = k.secret().iter().map(|b| format!("{b:02x}")).collect();
-            format!("{{\"kid\":{},\"secret_hex\":\"{hex}\"}}", quote(&k.kid))
+        .map(|i| {
+            format!(
+                "{{\"iss\":{},\"leeway_secs\":{},\"keys\":{}}}",
+                i.iss.as_deref().map_or("null".to_owned(), quote),
+                i.leeway_secs,
+                keys_of(&i.keys)
+            )
         })
         .collect();
     let routes: Vec<String> = config
@@ -84,13 +114,15 @@ fn fixture_json(config: &GatewayConfig) -> String {
             )
         })
         .collect();
-    let issuer = config.issuer.as_deref().map_or("null".to_owned(), quote);
+    let first = config.issuers.first();
     format!(
-        "{{\"realm\":{},\"issuer\":{issuer},\"leeway_secs\":{},\"max_token_bytes\":{},\"keys\":[{}],\"routes\":[{}]}}\n",
+        "{{\"realm\":{},\"issuer\":{},\"leeway_secs\":{},\"max_token_bytes\":{},\"keys\":{},\"issuers\":[{}],\"routes\":[{}]}}\n",
         quote(&config.realm),
-        config.leeway_secs,
+        config.first_iss().map_or("null".to_owned(), quote),
+        first.map_or(0, |i| i.leeway_secs),
         config.max_token_bytes,
-        keys.join(","),
+        first.map_or("[]".to_owned(), |i| keys_of(&i.keys)),
+        issuers.join(","),
         routes.join(",")
     )
 }

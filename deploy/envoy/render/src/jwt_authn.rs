@@ -69,6 +69,13 @@ pub enum EnvoyError {
         /// The URL given.
         upstream: String,
     },
+    /// The peer renders one `jwt_authn` provider: a config with several
+    /// issuers, or with rules, CORS or other policies, is not one it can
+    /// mirror, so it refuses rather than compare two different jobs.
+    NotMirrored {
+        /// What the peer cannot render.
+        what: &'static str,
+    },
     /// An `https://` upstream: the rendered clusters speak plain HTTP, and
     /// verifying an upstream's certificate needs a CA bundle that depends on
     /// the machine, so the renderer refuses rather than connect unverified.
@@ -97,6 +104,9 @@ impl fmt::Display for EnvoyError {
                 f,
                 "route {aud:?}: {upstream:?} is https, which the Envoy peer does not render (plain http upstreams only)"
             ),
+            EnvoyError::NotMirrored { what } => {
+                write!(f, "the jwt_authn peer renders one issuer and no policy; this config has {what}")
+            }
         }
     }
 }
@@ -301,8 +311,7 @@ fn encode_base64url(bytes: &[u8]) -> String {
 /// and base64url), so they are written as they are.
 fn jwks(config: &GatewayConfig) -> String {
     let keys: Vec<String> = config
-        .keys
-        .iter()
+        .hs256_keys()
         .map(|key| {
             format!(
                 r#"{{"kty":"oct","alg":"HS256","kid":"{}","k":"{}"}}"#,
@@ -316,13 +325,13 @@ fn jwks(config: &GatewayConfig) -> String {
 
 fn jwt_authn_filter(config: &GatewayConfig) -> Yaml {
     let mut provider = Vec::new();
-    if let Some(issuer) = &config.issuer {
+    if let Some(issuer) = config.first_iss() {
         provider.push(("issuer", text(issuer)));
     }
     provider.extend([
         ("audiences", Yaml::List(config.routes.iter().map(|r| text(&r.aud)).collect())),
         ("require_expiration", Yaml::Bool(true)),
-        ("clock_skew_seconds", Yaml::Int(config.leeway_secs)),
+        ("clock_skew_seconds", Yaml::Int(config.issuers.first().map_or(0, |i| i.leeway_secs))),
         (
             "from_headers",
             Yaml::List(vec![map([("name", text("Authorization")), ("value_prefix", text("Bearer "))])]),
@@ -561,6 +570,14 @@ pub(crate) fn cluster(upstream: &Upstream<'_>) -> Yaml {
 
 /// The Envoy bootstrap for `config` with `options`, as a tree.
 pub fn jwt_authn_bootstrap(config: &GatewayConfig, options: &EnvoyOptions) -> Result<Yaml, EnvoyError> {
+    if config.issuers.len() > 1 {
+        return Err(EnvoyError::NotMirrored { what: "several issuers" });
+    }
+    if config.policy != gateway_config::PolicyConfig::default() {
+        return Err(EnvoyError::NotMirrored {
+            what: "policies (rules, CORS, token sources or claim headers)",
+        });
+    }
     if let Some(aud) =
         options.upstream_overrides.keys().find(|aud| config.routes.iter().all(|r| &r.aud != *aud))
     {

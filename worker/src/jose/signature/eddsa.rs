@@ -6,27 +6,10 @@
 //! RFC 8032 describes and as `jsonwebtoken` does. Keys of small order (the
 //! "weak" keys that verify forged signatures) are refused at build time.
 
-use core::fmt;
-
 use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 
+pub use crate::keys::EdKey;
 use crate::reject::Rejection;
-
-/// An Ed25519 public key: its 32-byte encoding, checked by the build to
-/// decompress to a point that is not of small order.
-#[derive(Clone, Copy)]
-pub struct EdKey<'c> {
-    /// The `kid` that selects it.
-    pub kid: &'c str,
-    /// The compressed point (RFC 8032 section 5.1.2).
-    pub public: &'c [u8; 32],
-}
-
-impl fmt::Debug for EdKey<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EdKey").field("kid", &self.kid).field("curve", &"Ed25519").finish()
-    }
-}
 
 /// Checks the 64-byte `signature` over `signing_input` with `key`.
 pub fn verify(key: &EdKey<'_>, signing_input: &[u8], signature: &[u8; 64]) -> Result<(), Rejection> {
@@ -39,7 +22,7 @@ pub fn verify(key: &EdKey<'_>, signing_input: &[u8], signature: &[u8; 64]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::tests::{hex, wycheproof};
+    use crate::jose::signature::tests::{hex, wycheproof};
 
     /// Wycheproof's Ed25519 cases: valid signatures, non-canonical S,
     /// truncated and extended signatures, small-order R.

@@ -1,4 +1,4 @@
-//! Phase 3a, header: the JOSE header, and the key it selects.
+//! Header: the JOSE header, and the key it selects.
 //!
 //! RFC 8725 section 3.1: the algorithm is fixed, not negotiated. `alg` must
 //! name an algorithm this build verifies, byte for byte (`HS256`, and with
@@ -11,16 +11,15 @@
 //! one, a gateway with a single key uses it. Headers such as `jku` or `x5u`
 //! are ignored: keys come only from the compiled-in table, never from a token.
 //!
-//! The header is read in one strict pass with [`crate::json::Reader`]: strict
+//! The header is read in one strict pass with [`crate::jose::json::Reader`]: strict
 //! RFC 8259, nested at most 16 deep, unknown members checked and skipped, and
 //! `alg`, `typ`, `kid` and `crit` at most once each. Their strings are read as
 //! written, escapes not decoded, so `"HS\u0032\u0035\u0036"` is not `HS256`
 //! and an escaped `kid` names no key: one spelling per value.
 
-use crate::config::VerifyingKey;
-use crate::json::Reader;
+use crate::jose::json::Reader;
+use crate::keys::{Alg, VerifyingKey};
 use crate::reject::Rejection;
-use crate::signature::Alg;
 
 /// The header members the gateway reads, as written (escapes not decoded,
 /// so an escaped `alg` is never `HS256`). Unknown members are checked as
@@ -98,7 +97,7 @@ pub fn select_key<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HmacKey, Key};
+    use crate::keys::{HmacKey, Hs256Key as Key};
 
     const KEYS: &[VerifyingKey<'static>] = &[
         VerifyingKey::Hs256(Key {

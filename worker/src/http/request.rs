@@ -1,4 +1,4 @@
-//! Phase 1, parse: the request head, zero-copy, checked for the shapes that
+//! Parse: the request head, zero-copy, checked for the shapes that
 //! let one request be read two ways, and its one bearer token.
 //!
 //! `httparse` parses the head into slices of the input (it is `no_std`,
@@ -21,6 +21,15 @@ pub const MAX_HEADERS: usize = 64;
 /// The longest token the gateway accepts, in bytes: `max_token_bytes` of
 /// the config (256 by default, at most 8 KiB), fixed at build time.
 pub const TOKEN_CAPACITY: usize = crate::config::MAX_TOKEN_BYTES;
+
+/// RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+pub fn is_b64token(token: &[u8]) -> bool {
+    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
+    body_len > 0
+        && token[..body_len]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
+}
 
 /// A parsed request head: slices of the input, nothing copied.
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +156,7 @@ pub fn bearer<'b>(head: &Head<'b, '_>, max_len: usize) -> Result<&'b [u8], Rejec
 }
 
 /// Parses `head` and returns its bearer token: the parse phase alone, for
-/// benchmarks and fuzzing.
+/// benchmarks and tests.
 pub fn extract_bearer(head: &[u8], max_len: usize) -> Result<&[u8], Rejection> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     bearer(&parse(head, &mut fields)?, max_len)
@@ -173,15 +182,6 @@ fn bearer_credentials(value: &[u8]) -> Result<&[u8], Rejection> {
         true => Ok(token),
         false => Err(Rejection::MalformedAuthorization),
     }
-}
-
-/// RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-fn is_b64token(token: &[u8]) -> bool {
-    let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
-    body_len > 0
-        && token[..body_len]
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'))
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Phase 6, forward: exactly what the upstream receives, decided here so
-//! that every host executes the same plan (`ABI.md`, "Forward").
+//! Forward: exactly what the upstream receives, decided here so that every
+//! host executes the same plan (`ABI.md`, "Forward").
 //!
 //! The plan is the upstream's origin, the path and query (the route's base
 //! path, then the normalized target), the request's fields to drop, and the
@@ -22,17 +22,27 @@
 //! Set: `X-Gateway-Subject` when the token has a `sub`, `X-Forwarded-For`
 //! (the peer; with trusted proxy hops, the client's chain and then the
 //! peer), `X-Forwarded-Proto` and, when the request named one,
-//! `X-Forwarded-Host`.
+//! `X-Forwarded-Host`; with the policies that ask for them, the configured
+//! claims as headers ([`crate::policy::claim_headers`]) and the verified
+//! payload. Every header the config names (claim headers, the payload
+//! header, a token header) is dropped from the client's request in every
+//! spelling first; a token cookie is taken out of `Cookie`, the other
+//! cookies kept. With CORS, the upstream's own `Access-Control-Allow-*`
+//! fields are removed from its response and, for an allowed origin, the
+//! gateway's added ([`crate::http::cors`]).
 
 use contract::Encoder;
 use contract::fields::SUBJECT;
 
-use crate::claims::Grant;
-use crate::config::Config;
-use crate::context::Context;
+use contract::Context;
+
+use crate::arena::Arena;
+use crate::config::{Config, Route, TokenSource};
+use crate::http::cors::{self, CrossOrigin};
+use crate::http::request::{self, Head};
+use crate::http::target::Target;
+use crate::jose::claims::{ClaimValues, Verified};
 use crate::reject::Rejection;
-use crate::request::Head;
-use crate::target::Target;
 
 /// Fields dropped whatever else is true of the request (canonical names).
 const DROPPED: [&str; 12] = [
@@ -53,7 +63,39 @@ const DROPPED: [&str; 12] = [
 /// Prefixes of field names that only the gateway may set (canonical).
 const DROPPED_PREFIXES: [&str; 2] = ["x-gateway-", "x-forwarded-"];
 
+/// What an accepted request may take upstream: its route, and, when a
+/// token was verified, who it speaks for and the claims the policy reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Grant<'c, 'a> {
+    /// The route: the audience's, or a public rule's.
+    pub route: &'c Route<'c>,
+    /// The token's subject, when it has one.
+    pub subject: Option<&'a str>,
+    /// The claims the policy reads, raw JSON values, when a token was verified.
+    pub claims: Option<ClaimValues<'a>>,
+    /// The token, when one was verified (its payload may travel).
+    pub token: Option<&'a [u8]>,
+}
+
+impl<'c, 'a> Grant<'c, 'a> {
+    /// A request forwarded with no token: no subject, no claims.
+    pub fn public(route: &'c Route<'c>) -> Self {
+        Grant { route, subject: None, claims: None, token: None }
+    }
+
+    /// A request whose `token` verified as `verified`.
+    pub fn token(verified: Verified<'c, 'a>, token: &'a [u8]) -> Self {
+        Grant {
+            route: verified.route,
+            subject: verified.subject,
+            claims: Some(verified.claims),
+            token: Some(token),
+        }
+    }
+}
+
 /// Writes the forward plan for an accepted request.
+#[allow(clippy::too_many_arguments)] // the phases' results, each needed once
 pub fn write_plan(
     out: &mut Encoder<'_>,
     grant: &Grant<'_, '_>,
@@ -61,12 +103,14 @@ pub fn write_plan(
     target: &Target<'_, '_>,
     context: &Context<'_>,
     config: &Config<'_>,
+    cross_origin: &CrossOrigin<'_>,
+    arena: &mut Arena<'_>,
 ) -> Result<(), Rejection> {
     let route = grant.route;
     out.forward(route.origin, &[route.base_path.as_bytes(), target.path_and_query])?;
     for (i, field) in head.fields.iter().enumerate() {
         let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
-        if !seen_before && is_dropped(field.name.as_bytes(), head) {
+        if !seen_before && is_dropped(field.name.as_bytes(), head, config) {
             out.drop_request_field(field.name.as_bytes())?;
         }
     }
@@ -75,9 +119,101 @@ pub fn write_plan(
     }
     write_forwarded_for(out, head, context, config)?;
     out.set_request_field("x-forwarded-proto", &[context.scheme.as_str().as_bytes()])?;
-    match target.authority.or_else(|| head.host()) {
-        Some(host) if !host.is_empty() => Ok(out.set_request_field("x-forwarded-host", &[host])?),
-        _ => Ok(()),
+    if let Some(host) = target.authority.or_else(|| head.host()).filter(|h| !h.is_empty()) {
+        out.set_request_field("x-forwarded-host", &[host])?;
+    }
+    if cfg!(any(policy_sources, policy_claims)) {
+        write_policy_fields(out, grant, head, config, arena)?;
+    }
+    if cfg!(policy_cors) && config.policy.cors.is_some() {
+        for name in cors::UPSTREAM_FIELDS_REMOVED {
+            out.drop_response_field(name)?;
+        }
+    }
+    if let (true, Some(origin), Some(cors)) =
+        (cfg!(policy_cors), cross_origin.allowed(), config.policy.cors.as_ref())
+    {
+        cors::write_response_fields(out, origin, cors)?;
+    }
+    Ok(())
+}
+
+/// The fields the policies add: the cookies left once a token cookie is
+/// taken out, the claims as headers, the verified payload.
+fn write_policy_fields(
+    out: &mut Encoder<'_>,
+    grant: &Grant<'_, '_>,
+    head: &Head<'_, '_>,
+    config: &Config<'_>,
+    arena: &mut Arena<'_>,
+) -> Result<(), Rejection> {
+    if cfg!(policy_sources) && takes_token_cookies(config) {
+        write_other_cookies(out, head, config, arena)?;
+    }
+    #[cfg(policy_claims)]
+    if let Some(claims) = &grant.claims {
+        for mapping in config.policy.claim_headers {
+            if let Some(value) =
+                crate::policy::claim_headers::render(claims.get(mapping.claim), mapping, arena)?
+            {
+                out.set_request_field(mapping.header, &[value])?;
+            }
+        }
+    }
+    if let (true, Some(name), Some(token)) = (cfg!(policy_claims), config.policy.payload_header, grant.token)
+    {
+        let payload = token.split(|&b| b == b'.').nth(1).unwrap_or_default();
+        out.set_request_field(name, &[payload])?;
+    }
+    let _ = (grant, arena);
+    Ok(())
+}
+
+/// True when a cookie is a token source.
+fn takes_token_cookies(config: &Config<'_>) -> bool {
+    config.policy.token_sources.iter().any(|s| matches!(s, TokenSource::Cookie(_)))
+}
+
+/// `Cookie` again without the token cookies (every `Cookie` field is
+/// dropped when a cookie is a token source): the other pairs, in order,
+/// joined with `; `. A cookie pair that is not printable ASCII cannot be
+/// set again as it was: the request is refused.
+fn write_other_cookies(
+    out: &mut Encoder<'_>,
+    head: &Head<'_, '_>,
+    config: &Config<'_>,
+    arena: &mut Arena<'_>,
+) -> Result<(), Rejection> {
+    let is_token = |name: &[u8]| {
+        config
+            .policy
+            .token_sources
+            .iter()
+            .any(|s| matches!(s, TokenSource::Cookie(c) if c.as_bytes() == name))
+    };
+    let total: usize = head.named("cookie").map(|v| v.len() + 2).sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let buf = arena.alloc(total)?;
+    let mut len = 0;
+    for pair in head.named("cookie").flat_map(|v| v.split(|&b| b == b';')).map(request::trim_ows) {
+        let name = pair.split(|&b| b == b'=').next().map(request::trim_ows).unwrap_or_default();
+        if pair.is_empty() || is_token(name) {
+            continue;
+        }
+        if !pair.iter().all(|b| (0x20..0x7f).contains(b)) {
+            return Err(Rejection::InvalidFieldValue);
+        }
+        let separator: &[u8] = if len == 0 { b"" } else { b"; " };
+        for part in [separator, pair] {
+            buf[len..len + part.len()].copy_from_slice(part);
+            len += part.len();
+        }
+    }
+    match len {
+        0 => Ok(()),
+        _ => Ok(out.set_request_field("cookie", &[&buf[..len]])?),
     }
 }
 
@@ -90,31 +226,41 @@ fn write_forwarded_for(
     context: &Context<'_>,
     config: &Config<'_>,
 ) -> Result<(), Rejection> {
-    const MAX_CHAIN: usize = crate::request::MAX_HEADERS;
-    let mut parts: [&[u8]; 2 * MAX_CHAIN + 1] = [b""; 2 * MAX_CHAIN + 1];
-    let mut len = 0;
+    out.set_request_field("x-forwarded-for", &[])?;
     if config.trusted_proxy_hops > 0 {
-        for value in head.named("x-forwarded-for").take(MAX_CHAIN) {
+        for value in head.named("x-forwarded-for") {
             if !value.iter().all(|b| (0x20..0x7f).contains(b)) {
                 return Err(Rejection::InvalidFieldValue);
             }
-            parts[len] = value;
-            parts[len + 1] = b", ";
-            len += 2;
+            out.extend_value(&[value, b", "])?;
         }
     }
-    parts[len] = context.peer.as_bytes();
-    Ok(out.set_request_field("x-forwarded-for", &parts[..=len])?)
+    Ok(out.extend_value(&[context.peer.as_bytes()])?)
 }
 
 /// True when the field `name` of `head` must not reach the upstream.
-fn is_dropped(name: &[u8], head: &Head<'_, '_>) -> bool {
+fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
     DROPPED.iter().any(|d| canonical_eq(name, d.as_bytes()))
         || DROPPED_PREFIXES
             .iter()
             .any(|p| name.get(..p.len()).is_some_and(|start| canonical_eq(start, p.as_bytes())))
         || (name.contains(&b'_') && canonical_eq(name, b"content-length"))
         || connection_options(head).any(|option| canonical_eq(name, option))
+        || (cfg!(any(policy_sources, policy_claims))
+            && names_the_config_sets(config).any(|configured| canonical_eq(name, configured.as_bytes())))
+}
+
+/// The fields the config makes the gateway's own: claim headers, the
+/// payload header, a token header, and `Cookie` when a cookie carries tokens.
+fn names_the_config_sets<'c>(config: &Config<'c>) -> impl Iterator<Item = &'c str> {
+    let policy = &config.policy;
+    let claim_headers = policy.claim_headers.iter().map(|h| h.header);
+    let sources = policy.token_sources.iter().filter_map(|source| match source {
+        TokenSource::Header { name, .. } => Some(*name),
+        TokenSource::Cookie(_) => Some("cookie"),
+        TokenSource::Bearer => None,
+    });
+    claim_headers.chain(policy.payload_header).chain(sources)
 }
 
 /// The field names listed in the request's `Connection` fields.
@@ -123,7 +269,7 @@ fn connection_options<'b>(head: &Head<'b, '_>) -> impl Iterator<Item = &'b [u8]>
         .iter()
         .filter(|f| canonical_eq(f.name.as_bytes(), b"connection"))
         .flat_map(|f| f.value.split(|&b| b == b','))
-        .map(crate::request::trim_ows)
+        .map(request::trim_ows)
         .filter(|option| !option.is_empty())
 }
 
@@ -136,9 +282,8 @@ fn canonical_eq(name: &[u8], canonical: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::Arena;
-    use crate::config::Route;
-    use crate::request::{MAX_HEADERS, parse};
+    use crate::config::Policy;
+    use crate::http::request::{MAX_HEADERS, parse};
     use std::string::String;
     use std::vec::Vec;
 
@@ -148,12 +293,11 @@ mod tests {
     fn config(trusted_proxy_hops: u32) -> Config<'static> {
         Config {
             realm: "gw",
-            issuer: None,
-            leeway_secs: 0,
             trusted_proxy_hops,
             max_token_bytes: 256,
-            keys: &[],
+            issuers: &[],
             routes: &[ROUTE],
+            policy: Policy::NONE,
         }
     }
 
@@ -163,12 +307,15 @@ mod tests {
         let head = parse(head.as_bytes(), &mut fields).expect("valid head");
         let mut region = std::vec![0u8; 16 << 10];
         let mut arena = Arena::new(&mut region);
-        let target = crate::target::normalize(head.method, head.target, &mut arena).expect("valid target");
+        let target =
+            crate::http::target::normalize(head.method, head.target, &mut arena).expect("valid target");
         let mut buf = std::vec![0u8; 16 << 10];
         let mut out = Encoder::new(&mut buf);
-        let grant = Grant { route: &ROUTE, subject: sub };
+        let grant = Grant { subject: sub, ..Grant::public(&ROUTE) };
         let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7" };
-        write_plan(&mut out, &grant, &head, &target, &context, &config(hops)).expect("fits");
+        let config = config(hops);
+        write_plan(&mut out, &grant, &head, &target, &context, &config, &CrossOrigin::None, &mut arena)
+            .expect("fits");
         String::from_utf8(out.as_bytes().to_vec()).expect("ASCII").split('\n').map(String::from).collect()
     }
 

@@ -14,13 +14,12 @@
 //! Everything here is public (key, signature, message), so nothing needs to
 //! be constant-time.
 
-use core::fmt;
-
 use crypto_bigint::modular::{FixedMontyForm, FixedMontyParams};
-use crypto_bigint::{Odd, U64, U2048, U3072, U4096, Uint};
+use crypto_bigint::{U64, Uint};
 use sha2::{Digest, Sha256};
 
-use crate::jws;
+use crate::jose::jws;
+pub use crate::keys::{MAX_MODULUS_BYTES, Modulus, RsaKey, params_2048};
 use crate::reject::Rejection;
 
 /// The DER prefix of a DigestInfo holding a SHA-256 hash (RFC 8017 section
@@ -29,61 +28,6 @@ const SHA256_DIGEST_INFO: [u8; 19] = [
     0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00,
     0x04, 0x20,
 ];
-
-/// The largest modulus, in bytes (4096 bits).
-pub const MAX_MODULUS_BYTES: usize = 512;
-
-/// An RSA public key, ready to verify: its Montgomery parameters at the
-/// smallest of the three widths that holds the modulus.
-#[derive(Clone, Copy)]
-pub struct RsaKey<'c> {
-    /// The `kid` that selects it.
-    pub kid: &'c str,
-    /// The modulus length in bytes (`k` in RFC 8017): every signature is
-    /// exactly this long.
-    pub len: usize,
-    /// The public exponent (odd, at least 3; 65537 in practice).
-    pub exponent: u64,
-    /// The modulus and its Montgomery parameters.
-    pub modulus: Modulus<'c>,
-}
-
-/// A modulus with its Montgomery parameters, at one of three widths.
-#[derive(Clone, Copy)]
-pub enum Modulus<'c> {
-    /// Up to 2048 bits.
-    Bits2048(&'c FixedMontyParams<{ U2048::LIMBS }>),
-    /// 2049 to 3072 bits.
-    Bits3072(&'c FixedMontyParams<{ U3072::LIMBS }>),
-    /// 3073 to 4096 bits.
-    Bits4096(&'c FixedMontyParams<{ U4096::LIMBS }>),
-}
-
-/// The parameters of a modulus of up to 2048 bits given as 512 hex digits.
-/// A `const fn`: the build calls it in the compiled-in config.
-pub const fn params_2048(hex: &str) -> FixedMontyParams<{ U2048::LIMBS }> {
-    FixedMontyParams::new_vartime(Odd::<U2048>::from_be_hex(hex))
-}
-
-/// As [`params_2048`], for 768 hex digits.
-pub const fn params_3072(hex: &str) -> FixedMontyParams<{ U3072::LIMBS }> {
-    FixedMontyParams::new_vartime(Odd::<U3072>::from_be_hex(hex))
-}
-
-/// As [`params_2048`], for 1024 hex digits.
-pub const fn params_4096(hex: &str) -> FixedMontyParams<{ U4096::LIMBS }> {
-    FixedMontyParams::new_vartime(Odd::<U4096>::from_be_hex(hex))
-}
-
-impl fmt::Debug for RsaKey<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RsaKey")
-            .field("kid", &self.kid)
-            .field("bits", &(self.len * 8))
-            .field("exponent", &self.exponent)
-            .finish()
-    }
-}
 
 /// Checks the base64url `signature` part over `signing_input` with `key`.
 pub fn verify(key: &RsaKey<'_>, signing_input: &[u8], signature: &[u8]) -> Result<(), Rejection> {
@@ -145,7 +89,7 @@ fn is_pkcs1_sha256(em: &[u8], hash: &[u8; 32]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::tests::{hex, wycheproof};
+    use crate::jose::signature::tests::{hex, wycheproof};
 
     #[test]
     fn pkcs1_encoding_is_exact() {

@@ -73,6 +73,50 @@ pub fn unescape<'o>(raw: RawString<'_>, out: &'o mut [u8]) -> Result<&'o str, Un
     core::str::from_utf8(&out[..len]).map_err(|_| Unescape::LoneSurrogate)
 }
 
+/// A member name with its escapes decoded into `buf`, so that an escaped
+/// spelling (`"\u0061lg"`) is the member it spells; `None` when it is longer
+/// than `buf` decoded or holds a lone surrogate, which no name the gateway
+/// reads is. The one function every reader of member names uses.
+pub fn member_name<'b>(name: RawString<'b>, buf: &'b mut [u8]) -> Option<&'b str> {
+    match name.escaped {
+        false => Some(name.text),
+        true => unescape(name, buf).ok(),
+    }
+}
+
+/// True when `raw`, its escapes decoded, is exactly `expected`; compared
+/// as it is decoded, so no buffer is needed.
+pub fn decoded_eq(raw: RawString<'_>, expected: &str) -> Result<bool, Unescape> {
+    if !raw.escaped {
+        return Ok(raw.text == expected);
+    }
+    let mut rest = expected.chars();
+    for ch in decoded(raw) {
+        if rest.next() != Some(ch?) {
+            return Ok(false);
+        }
+    }
+    Ok(rest.next().is_none())
+}
+
+/// The characters of `raw` with its escapes decoded, one at a time.
+pub fn decoded(raw: RawString<'_>) -> impl Iterator<Item = Result<char, Unescape>> + '_ {
+    let text = raw.text.as_bytes();
+    let mut at = 0;
+    core::iter::from_fn(move || {
+        let byte = *text.get(at)?;
+        if byte == b'\\' {
+            let decoded = escape_at(text, at + 1);
+            at += decoded.map_or(text.len(), |(_, used)| used);
+            return Some(decoded.map(|(ch, _)| ch));
+        }
+        // A plain character: its UTF-8 sequence, whole (the text is a str).
+        let ch = raw.text[at..].chars().next()?;
+        at += ch.len_utf8();
+        Some(Ok(ch))
+    })
+}
+
 /// The character of the escape whose letter is at `text[at]` (after the
 /// backslash), and how many bytes the escape takes with its backslash.
 /// The reader has checked the escape's syntax.
@@ -194,6 +238,20 @@ impl<'a> Reader<'a> {
         self.eat(b':').then_some(())?;
         self.skip_whitespace();
         Some(name)
+    }
+
+    /// The offset of the next byte to read: with the offset before a value,
+    /// it delimits the value's raw text.
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
+    /// Reads `true` or `false`.
+    pub fn boolean(&mut self) -> Option<bool> {
+        if self.literal(b"true") {
+            return Some(true);
+        }
+        self.literal(b"false").then_some(false)
     }
 
     /// Eats `null` when it comes next.

@@ -1,4 +1,4 @@
-//! Phase 2, target: the request target, reduced to the one path and query
+//! Target: the request target, reduced to the one path and query
 //! the upstream receives, or refused.
 //!
 //! What reaches an upstream must mean the same to every server behind the
@@ -28,8 +28,8 @@
 //! result never climbs above its root, it never leaves the base path.
 
 use crate::arena::Arena;
+use crate::http::request::is_authority;
 use crate::reject::Rejection;
-use crate::request::is_authority;
 
 /// The longest normalized path and query the gateway forwards (a common
 /// server limit; longer is answered 414).
@@ -77,6 +77,14 @@ pub fn normalize<'a, 'b>(
     }
     let Writer { buf, len } = out;
     Ok(Target { path_and_query: &buf[..len], authority })
+}
+
+impl<'a> Target<'a, '_> {
+    /// The normalized path without the query: what rules match.
+    pub fn path(&self) -> &'a [u8] {
+        let end = self.path_and_query.iter().position(|&b| b == b'?').unwrap_or(self.path_and_query.len());
+        &self.path_and_query[..end]
+    }
 }
 
 /// Splits an absolute-form target into its authority and the rest; an

@@ -1,4 +1,4 @@
-//! Phase 2, split: a compact JWS into its three base64url parts, and base64url
+//! Split: a compact JWS into its three base64url parts, and base64url
 //! decoding into the arena.
 //!
 //! The split is strict (RFC 7515 section 7.1, RFC 8725 section 3.11): exactly

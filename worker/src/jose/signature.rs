@@ -1,4 +1,4 @@
-//! Phase 3b, verify: the signature over the signing input, checked with the
+//! Verify: the signature over the signing input, checked with the
 //! selected key's own algorithm and nothing else.
 //!
 //! HS256 is HMAC-SHA256 compared in constant time (`subtle`); it is always
@@ -14,14 +14,16 @@
 //! key cannot verify an HMAC, and an HMAC secret cannot verify anything but
 //! HS256 (RFC 8725 section 2.1, algorithm confusion).
 //!
-//! Keys are parsed and validated at build time (`config`): the module
-//! holds them as constants in the form each algorithm computes with.
+//! Keys are parsed and validated before any request (at build time, by
+//! `config`): the module holds them in the form each algorithm computes
+//! with ([`crate::keys`]).
 
 use sha2::block_api::compress256;
 use subtle::ConstantTimeEq as _;
 
-use crate::config::VerifyingKey;
-use crate::jws;
+use crate::jose::jws;
+use crate::keys::VerifyingKey;
+pub use crate::keys::{Alg, HmacKey};
 use crate::reject::Rejection;
 
 #[cfg(feature = "eddsa")]
@@ -30,57 +32,6 @@ pub mod eddsa;
 pub mod es256;
 #[cfg(feature = "rs256")]
 pub mod rs256;
-
-/// A JWS algorithm this build verifies (RFC 7518 section 3.1, RFC 8037).
-/// Only the algorithms built in exist, so a header naming another one is
-/// refused before any key is looked at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alg {
-    /// HMAC with SHA-256.
-    Hs256,
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    #[cfg(feature = "rs256")]
-    Rs256,
-    /// ECDSA on P-256 with SHA-256.
-    #[cfg(feature = "es256")]
-    Es256,
-    /// EdDSA on Ed25519.
-    #[cfg(feature = "eddsa")]
-    EdDsa,
-}
-
-impl Alg {
-    /// The algorithm a JOSE header's `alg` names, compared byte for byte
-    /// (case matters: `hs256` is not `HS256`).
-    pub fn from_name(name: &str) -> Option<Alg> {
-        match name {
-            "HS256" => Some(Alg::Hs256),
-            #[cfg(feature = "rs256")]
-            "RS256" => Some(Alg::Rs256),
-            #[cfg(feature = "es256")]
-            "ES256" => Some(Alg::Es256),
-            #[cfg(feature = "eddsa")]
-            "EdDSA" => Some(Alg::EdDsa),
-            _ => None,
-        }
-    }
-}
-
-/// An HS256 key as the request path uses it: SHA-256's chaining values after
-/// the key's inner and outer padded blocks (one 64-byte block each).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct HmacKey {
-    /// After `K' ^ ipad`.
-    pub inner: [u32; 8],
-    /// After `K' ^ opad`.
-    pub outer: [u32; 8],
-}
-
-#[cfg(test)]
-impl HmacKey {
-    /// States of no key, for tests that never reach verification.
-    pub(crate) const UNKEYED: HmacKey = HmacKey { inner: [0; 8], outer: [0; 8] };
-}
 
 /// Checks the base64url `signature` part over `signing_input` with `key`,
 /// by the key's algorithm. Each algorithm decodes exactly its own signature

@@ -10,28 +10,11 @@
 //! token is not made more or less trustworthy by it, since either form needs
 //! the private key.
 
-use core::fmt;
-
 use p256::ecdsa::signature::Verifier;
 use p256::ecdsa::{Signature, VerifyingKey};
 
+pub use crate::keys::EcKey;
 use crate::reject::Rejection;
-
-/// A P-256 public key: its uncompressed SEC1 encoding (`04 || x || y`),
-/// checked to be on the curve by the build.
-#[derive(Clone, Copy)]
-pub struct EcKey<'c> {
-    /// The `kid` that selects it.
-    pub kid: &'c str,
-    /// `04 || x || y`.
-    pub sec1: &'c [u8; 65],
-}
-
-impl fmt::Debug for EcKey<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EcKey").field("kid", &self.kid).field("curve", &"P-256").finish()
-    }
-}
 
 /// Checks the 64-byte `r || s` `signature` over `signing_input` with `key`.
 pub fn verify(key: &EcKey<'_>, signing_input: &[u8], signature: &[u8; 64]) -> Result<(), Rejection> {
@@ -45,7 +28,7 @@ pub fn verify(key: &EcKey<'_>, signing_input: &[u8], signature: &[u8; 64]) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::tests::{hex, vectors, wycheproof};
+    use crate::jose::signature::tests::{hex, vectors, wycheproof};
 
     /// Wycheproof's ECDSA P-256 SHA-256 signatures in the IEEE P1363 form,
     /// which is JOSE's `r || s`: among them r or s zero, equal to n or

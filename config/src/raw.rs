@@ -1,0 +1,166 @@
+//! `gateway.toml` as written: private serde structures, read strictly
+//! (unknown entries refused), then validated into the public types by the
+//! other modules of this crate.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::DEFAULT_MAX_TOKEN_BYTES;
+
+/// How key material is spelled in its source.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum KeyEncoding {
+    /// The bytes of the text as written (trailing newline of a file removed).
+    #[default]
+    Utf8,
+    /// Base64url, padding optional.
+    Base64url,
+    /// Hexadecimal.
+    Hex,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default = "default_realm")]
+    pub realm: String,
+    pub issuer: Option<String>,
+    #[serde(default = "default_leeway")]
+    pub leeway_secs: u64,
+    #[serde(default)]
+    pub trusted_proxy_hops: u32,
+    #[serde(default = "default_max_token_bytes")]
+    pub max_token_bytes: u64,
+    #[serde(default)]
+    pub keys: Vec<RawKey>,
+    #[serde(default)]
+    pub issuers: Vec<RawIssuer>,
+    #[serde(default)]
+    pub routes: Vec<RawRoute>,
+    #[serde(default)]
+    pub token_sources: Vec<RawTokenSource>,
+    #[serde(default)]
+    pub rules: Vec<RawRule>,
+    pub scope_claims: Option<Vec<String>>,
+    #[serde(default)]
+    pub claim_headers: Vec<RawClaimHeader>,
+    pub payload_header: Option<String>,
+    pub cors: Option<RawCors>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKey {
+    pub kid: Option<String>,
+    pub env: Option<String>,
+    pub file: Option<PathBuf>,
+    pub demo: Option<String>,
+    /// A JWKS document: every signing key in it, each with its own kid.
+    pub jwks: Option<PathBuf>,
+    /// A PEM public key (SPKI), selected by `kid`.
+    pub pem: Option<PathBuf>,
+    /// For a PEM key: its algorithm, which must be the key type's one.
+    pub alg: Option<String>,
+    #[serde(default)]
+    pub encoding: KeyEncoding,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawIssuer {
+    pub iss: Option<String>,
+    pub leeway_secs: Option<u64>,
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    #[serde(default)]
+    pub keys: Vec<RawKey>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRoute {
+    pub aud: String,
+    pub upstream: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTokenSource {
+    pub bearer: Option<bool>,
+    pub cookie: Option<String>,
+    pub header: Option<String>,
+    pub prefix: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRule {
+    pub path: Option<String>,
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub methods: Vec<String>,
+    pub access: Option<String>,
+    pub route: Option<String>,
+    pub status: Option<u16>,
+    pub scopes: Option<RawSet>,
+    pub roles: Option<RawRoles>,
+    pub claims: Option<BTreeMap<String, toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSet {
+    #[serde(default)]
+    pub all: Vec<String>,
+    #[serde(default)]
+    pub any: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRoles {
+    pub claim: Option<String>,
+    #[serde(default)]
+    pub all: Vec<String>,
+    #[serde(default)]
+    pub any: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClaimHeader {
+    pub claim: String,
+    pub header: Option<String>,
+    #[serde(default)]
+    pub percent_encode: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCors {
+    pub allow_origins: Vec<String>,
+    pub allow_methods: Vec<String>,
+    #[serde(default)]
+    pub allow_headers: Vec<String>,
+    #[serde(default)]
+    pub expose_headers: Vec<String>,
+    pub max_age_secs: Option<u32>,
+    #[serde(default)]
+    pub allow_credentials: bool,
+    pub unmatched_preflight: Option<String>,
+}
+
+fn default_realm() -> String {
+    "gateway".to_owned()
+}
+
+fn default_leeway() -> u64 {
+    30
+}
+
+fn default_max_token_bytes() -> u64 {
+    DEFAULT_MAX_TOKEN_BYTES as u64
+}

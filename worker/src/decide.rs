@@ -1,0 +1,214 @@
+//! The request path end to end: context, parse, target, CORS, rule, token,
+//! verify, claims, requirements, forward. Each phase is a module of its own;
+//! this one only runs them in order and turns the outcome into the
+//! decision the host executes (`ABI.md`).
+
+use contract::Encoder;
+
+use crate::answer::{self, AnswerContext, OUTPUT_CAPACITY};
+use crate::arena::Arena;
+use crate::cache::TokenCache;
+use crate::config::{Access, Config};
+use crate::http::cors::{self, CrossOrigin};
+use crate::http::forward::{self, Grant};
+use crate::http::request::{self, MAX_HEADERS};
+use crate::http::{target, tokens};
+use crate::jose::claims::{self, Verified};
+use crate::jose::{header, jws, signature};
+use crate::policy;
+use crate::reject::Rejection;
+
+/// The largest clock value accepted: 2^53, the last integer a JavaScript
+/// number holds exactly.
+pub const MAX_CLOCK_SECS: f64 = 9_007_199_254_740_992.0;
+
+/// The module's answer to one request: its status and its decision in the
+/// output format of `ABI.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome<'a> {
+    /// 200 to forward; otherwise the status of the direct answer.
+    pub status: u16,
+    /// The decision in the output format of `ABI.md`.
+    pub output: &'a [u8],
+}
+
+/// Decides one request. `input` is what the host wrote into the input
+/// buffer: the context line, then the request head (`ABI.md`). `now` is
+/// Unix seconds from the host's clock; `scratch` is the request's arena,
+/// reset by this call. The output is always the first bytes of `scratch`.
+pub fn handle<'a>(input: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Outcome<'a> {
+    decide_with(input, now, config, scratch, None)
+}
+
+/// [`handle`] for an instance that serves request after request: tokens
+/// verified before are looked up in `cache` ([`crate::cache`]), which never
+/// changes a decision, only how much of it is computed again.
+pub fn handle_cached<'a>(
+    input: &[u8],
+    now: f64,
+    config: &Config<'_>,
+    scratch: &'a mut [u8],
+    cache: &mut TokenCache,
+) -> Outcome<'a> {
+    decide_with(input, now, config, scratch, Some(cache))
+}
+
+fn decide_with<'a>(
+    input: &[u8],
+    now: f64,
+    config: &Config<'_>,
+    scratch: &'a mut [u8],
+    cache: Option<&mut TokenCache>,
+) -> Outcome<'a> {
+    if scratch.len() < OUTPUT_CAPACITY {
+        return Outcome { status: 500, output: &[] };
+    }
+    let (out, rest) = scratch.split_at_mut(OUTPUT_CAPACITY);
+    let mut arena = Arena::new(rest);
+    let mut encoder = Encoder::new(&mut *out);
+    let mut context = AnswerContext::default();
+    let decided = clock(now)
+        .and_then(|now| decide(input, now, config, &mut arena, &mut encoder, cache, &mut context))
+        .map(|status| (status, encoder.written()));
+    finish(decided, config, &context, out)
+}
+
+/// Answers `rejection` without looking at a request (for checks the host
+/// contract makes before the request path runs, such as the head's size).
+pub fn reject<'a>(rejection: Rejection, config: &Config<'_>, scratch: &'a mut [u8]) -> Outcome<'a> {
+    match scratch.get_mut(..OUTPUT_CAPACITY) {
+        Some(out) => finish(Err(rejection), config, &AnswerContext::default(), out),
+        None => Outcome { status: 500, output: &[] },
+    }
+}
+
+/// Runs every phase and writes the decision: a forward (200) or an answer
+/// the request earned without a rejection (a preflight). What a rejection
+/// needs besides its reason (the rule's scopes, the browser's origin) is
+/// noted in `answer_context` as the phases learn it.
+fn decide<'x>(
+    input: &'x [u8],
+    now: u64,
+    config: &Config<'x>,
+    arena: &mut Arena<'x>,
+    out: &mut Encoder<'_>,
+    cache: Option<&mut TokenCache>,
+    answer_context: &mut AnswerContext<'x>,
+) -> Result<u16, Rejection> {
+    let (context, head_bytes) = contract::context::split(input).map_err(|_| Rejection::InvalidContext)?;
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let head = request::parse(head_bytes, &mut fields)?;
+    let target = target::normalize(head.method, head.target, arena)?;
+    let cross_origin = cors::classify(&head, config.policy.cors.as_ref());
+    answer_context.cors = cross_origin.allowed();
+    if cors::is_preflight(&head, config.policy.cors.as_ref()) {
+        answer_context.cors = None;
+        match cors::check_preflight(&head, &cross_origin, config)? {
+            cors::Preflight::Answer(origin) => {
+                return cors::write_preflight(out, origin, config).map(|()| 204);
+            }
+            cors::Preflight::Forward(route) => {
+                let grant = Grant::public(route);
+                forward::write_plan(
+                    out,
+                    &grant,
+                    &head,
+                    &target,
+                    &context,
+                    config,
+                    &CrossOrigin::None,
+                    arena,
+                )?;
+                return Ok(200);
+            }
+        }
+    }
+    let grant = match policy::access(config.policy.rules, head.method, target.path()) {
+        Access::Deny { status } => return Err(policy::denied(status)),
+        Access::Public { route } => {
+            Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)
+        }
+        Access::Token(requirements) => {
+            answer_context.scope = requirements.scope_attribute;
+            let token = tokens::find(&head, config)?;
+            let verified = authorize(token, now, config, arena, cache)?;
+            policy::requirements::check(&requirements, &verified, &config.policy)?;
+            Grant::token(verified, token)
+        }
+    };
+    forward::write_plan(out, &grant, &head, &target, &context, config, &cross_origin, arena)?;
+    Ok(200)
+}
+
+/// Verifies `token` (or finds it verified in `cache`) and checks its claims
+/// at `now`: the route its audience picks, its subject, and the claims the
+/// policy reads. A hit skips the split, the header and the signature, never
+/// the claims check; only a token whose claims were accepted is cached.
+pub fn authorize<'c, 'a>(
+    token: &'a [u8],
+    now: u64,
+    config: &Config<'c>,
+    arena: &mut Arena<'a>,
+    cache: Option<&mut TokenCache>,
+) -> Result<Verified<'c, 'a>, Rejection> {
+    let (claims_json, hit) = match cache.as_deref().and_then(|c| c.claims(token, config.issuers)) {
+        Some(cached) => {
+            let copy = arena.alloc(cached.len())?;
+            copy.copy_from_slice(cached);
+            (&*copy, true)
+        }
+        None => (verify(token, config, arena)?, false),
+    };
+    let verified = claims::check(claims_json, now, config, arena)?;
+    if let (Some(cache), false) = (cache, hit) {
+        cache.insert(token, claims_json, config.issuers);
+    }
+    Ok(verified)
+}
+
+/// Splits the token, checks its header and signature with a key of its
+/// issuer, and decodes its claims.
+fn verify<'a>(token: &'a [u8], config: &Config<'_>, arena: &mut Arena<'a>) -> Result<&'a [u8], Rejection> {
+    let parts = jws::split(token)?;
+    let header_json = jws::decode(parts.header, arena)?;
+    let claims_json = jws::decode(parts.payload, arena)?;
+    let keys = claims::issuer_keys(claims_json, config)?;
+    let key = header::select_key(header_json, keys)?;
+    signature::verify_jws(key, parts.signing_input, parts.signature)?;
+    Ok(claims_json)
+}
+
+/// Converts the host's clock to whole seconds, refusing nonsense.
+pub fn clock(now: f64) -> Result<u64, Rejection> {
+    if (0.0..=MAX_CLOCK_SECS).contains(&now) {
+        // In range and not NaN, so the cast truncates toward zero: floor.
+        Ok(now as u64)
+    } else {
+        Err(Rejection::InvalidClock)
+    }
+}
+
+/// Turns the outcome into the decision: the one already written (its
+/// status and length), or the rejection written over whatever was.
+fn finish<'a>(
+    decided: Result<(u16, usize), Rejection>,
+    config: &Config<'_>,
+    context: &AnswerContext<'_>,
+    out: &'a mut [u8],
+) -> Outcome<'a> {
+    let (status, len) = match decided {
+        Ok(decided) => decided,
+        Err(rejection) => {
+            let mut writer = Encoder::new(&mut *out);
+            match answer::write_rejection(&mut writer, rejection, config, context) {
+                Ok(()) => (rejection.status(), writer.written()),
+                Err(_) => (500, 0),
+            }
+        }
+    };
+    let out: &'a [u8] = out;
+    Outcome { status, output: &out[..len] }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,283 @@
+//! CORS (the Fetch standard, "CORS protocol"): which browser origins may
+//! call the API, decided here so that every host answers alike.
+//!
+//! - A **preflight** (`OPTIONS` with `Origin` and
+//!   `Access-Control-Request-Method`; it never carries a token) is answered
+//!   by the gateway itself: 204 with the `Access-Control-*` fields when the
+//!   origin, the method and every requested header are allowed; otherwise
+//!   403, or, when configured, forwarded without a token to a named route.
+//! - Any other request from an **allowed origin** gets, on its answer or on
+//!   the upstream's response, `Access-Control-Allow-Origin` (the origin
+//!   itself, or `*` when any origin is allowed and credentials are not),
+//!   `Access-Control-Allow-Credentials`, `Access-Control-Expose-Headers` and
+//!   `Vary: Origin`, so the page can read a 401's reason. The upstream's
+//!   own `Access-Control-Allow-*` and `-Expose-Headers` fields are removed
+//!   from every forwarded response: the gateway owns CORS, and an upstream
+//!   cannot widen it.
+//! - An origin that is not allowed gets no CORS field: the browser keeps
+//!   the response from the page. CORS is not authentication: the request
+//!   itself is judged as any other.
+//!
+//! Origins are compared exactly, as browsers serialize them; an arbitrary
+//! origin is never reflected (`*` with credentials is refused by the build).
+
+// A module whose config does not use this policy compiles it out
+// (`build.rs`); native builds keep it, and lint it whole.
+#![cfg_attr(not(policy_cors), allow(dead_code, unused_imports))]
+
+use contract::{Encoder, Full};
+
+use crate::config::{Config, Cors, Route};
+use crate::http::request::{Head, trim_ows};
+use crate::reject::Rejection;
+
+/// A request's relation to the CORS config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrossOrigin<'x> {
+    /// No CORS config, or no `Origin` field.
+    None,
+    /// An allowed origin: the value for `Access-Control-Allow-Origin`.
+    Allowed(&'x str),
+    /// An origin the config does not allow (or more than one `Origin`).
+    Refused,
+}
+
+impl<'x> CrossOrigin<'x> {
+    /// The origin to answer with CORS fields, when allowed.
+    pub fn allowed(&self) -> Option<&'x str> {
+        match self {
+            CrossOrigin::Allowed(origin) => Some(origin),
+            _ => None,
+        }
+    }
+}
+
+/// What a preflight gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preflight<'x, 'c> {
+    /// The 204 answer, for this `Access-Control-Allow-Origin`.
+    Answer(&'x str),
+    /// Forwarded with no token to this route (the config's fallback).
+    Forward(&'c Route<'c>),
+}
+
+/// How `head` relates to `cors`.
+pub fn classify<'x>(head: &Head<'x, '_>, cors: Option<&Cors<'x>>) -> CrossOrigin<'x> {
+    #[cfg(policy_cors)]
+    if let Some(cors) = cors {
+        let mut origins = head.named("origin");
+        let (Some(origin), None) = (origins.next(), origins.next()) else {
+            return if head.named("origin").next().is_some() {
+                CrossOrigin::Refused
+            } else {
+                CrossOrigin::None
+            };
+        };
+        return match cors.origins {
+            ["*"] => CrossOrigin::Allowed("*"),
+            allowed => match allowed.iter().find(|o| o.as_bytes() == origin) {
+                Some(origin) => CrossOrigin::Allowed(origin),
+                None => CrossOrigin::Refused,
+            },
+        };
+    }
+    let _ = (head, cors);
+    CrossOrigin::None
+}
+
+/// True when CORS is configured and `head` is a preflight.
+pub fn is_preflight(head: &Head<'_, '_>, cors: Option<&Cors<'_>>) -> bool {
+    cfg!(policy_cors)
+        && cors.is_some()
+        && head.method == "OPTIONS"
+        && head.named("origin").next().is_some()
+        && head.named("access-control-request-method").next().is_some()
+}
+
+/// Judges a preflight: answered when its origin, method and headers are
+/// allowed; else refused, or forwarded to the configured route.
+pub fn check_preflight<'x, 'c>(
+    head: &Head<'x, '_>,
+    cross_origin: &CrossOrigin<'x>,
+    config: &Config<'c>,
+) -> Result<Preflight<'x, 'c>, Rejection> {
+    let Some(cors) = config.policy.cors.as_ref() else { return Err(Rejection::PreflightRefused) };
+    let allowed = match cross_origin {
+        CrossOrigin::Allowed(origin) if method_allowed(head, cors) && headers_allowed(head, cors) => {
+            Some(*origin)
+        }
+        _ => None,
+    };
+    match (allowed, cors.unmatched_preflight_route) {
+        (Some(origin), _) => Ok(Preflight::Answer(origin)),
+        (None, Some(route)) => {
+            config.routes.get(usize::from(route)).map(Preflight::Forward).ok_or(Rejection::PreflightRefused)
+        }
+        (None, None) => Err(Rejection::PreflightRefused),
+    }
+}
+
+/// The one requested method, one of the allowed ones.
+fn method_allowed(head: &Head<'_, '_>, cors: &Cors<'_>) -> bool {
+    let mut methods = head.named("access-control-request-method");
+    match (methods.next(), methods.next()) {
+        (Some(method), None) => cors.methods.iter().any(|m| m.as_bytes() == trim_ows(method)),
+        _ => false,
+    }
+}
+
+/// Every requested header (comma-separated, any case) one of the allowed ones.
+fn headers_allowed(head: &Head<'_, '_>, cors: &Cors<'_>) -> bool {
+    head.named("access-control-request-headers")
+        .flat_map(|value| value.split(|&b| b == b','))
+        .map(trim_ows)
+        .filter(|name| !name.is_empty())
+        .all(|name| cors.headers.iter().any(|allowed| allowed.as_bytes().eq_ignore_ascii_case(name)))
+}
+
+/// Writes the 204 answer to an allowed preflight.
+pub fn write_preflight(out: &mut Encoder<'_>, origin: &str, config: &Config<'_>) -> Result<(), Rejection> {
+    let Some(cors) = config.policy.cors.as_ref() else { return Err(Rejection::PreflightRefused) };
+    out.answer("", "cors preflight")?;
+    write_response_fields(out, origin, cors)?;
+    out.add_response_field("access-control-allow-methods", &[cors.methods_joined.as_bytes()])?;
+    if !cors.headers_joined.is_empty() {
+        out.add_response_field("access-control-allow-headers", &[cors.headers_joined.as_bytes()])?;
+    }
+    if !cors.max_age.is_empty() {
+        out.add_response_field("access-control-max-age", &[cors.max_age.as_bytes()])?;
+    }
+    out.add_response_field("vary", &[b"Access-Control-Request-Method, Access-Control-Request-Headers"])?;
+    Ok(out.body(&[])?)
+}
+
+/// The fields every answer or response to an allowed origin carries.
+pub fn write_response_fields(out: &mut Encoder<'_>, origin: &str, cors: &Cors<'_>) -> Result<(), Full> {
+    out.add_response_field("access-control-allow-origin", &[origin.as_bytes()])?;
+    if cors.credentials {
+        out.add_response_field("access-control-allow-credentials", &[b"true"])?;
+    }
+    if !cors.expose_headers.is_empty() {
+        out.add_response_field("access-control-expose-headers", &[cors.expose_headers.as_bytes()])?;
+    }
+    out.add_response_field("vary", &[b"Origin"])
+}
+
+/// The upstream response's CORS fields the gateway replaces.
+pub const UPSTREAM_FIELDS_REMOVED: [&str; 3] =
+    ["access-control-allow-origin", "access-control-allow-credentials", "access-control-expose-headers"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Policy;
+    use crate::http::request::{MAX_HEADERS, parse};
+
+    const CORS: Cors<'static> = Cors {
+        origins: &["https://app.example", "http://localhost:5173"],
+        methods: &["GET", "POST", "DELETE"],
+        methods_joined: "GET, POST, DELETE",
+        headers: &["authorization", "content-type"],
+        headers_joined: "authorization, content-type",
+        expose_headers: "www-authenticate",
+        max_age: "600",
+        credentials: true,
+        unmatched_preflight_route: None,
+    };
+    const ROUTES: &[Route<'static>] = &[Route { audience: "docs", origin: "http://d", base_path: "" }];
+
+    fn config(cors: Cors<'static>) -> Config<'static> {
+        Config {
+            realm: "gw",
+            trusted_proxy_hops: 0,
+            max_token_bytes: 256,
+            issuers: &[],
+            routes: ROUTES,
+            policy: Policy { cors: Some(cors), ..Policy::NONE },
+        }
+    }
+
+    fn preflight(fields: &str, cors: Cors<'static>) -> Result<std::string::String, Rejection> {
+        let head = std::format!("OPTIONS /orders HTTP/1.1\r\nHost: gw\r\n{fields}\r\n");
+        let mut parsed = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let head = parse(head.as_bytes(), &mut parsed).expect("valid head");
+        let config = config(cors);
+        assert!(is_preflight(&head, config.policy.cors.as_ref()));
+        let cross = classify(&head, config.policy.cors.as_ref());
+        match check_preflight(&head, &cross, &config)? {
+            Preflight::Forward(route) => Ok(std::format!("forward {}", route.audience)),
+            Preflight::Answer(origin) => {
+                let mut buf = [0u8; 1024];
+                let mut out = Encoder::new(&mut buf);
+                write_preflight(&mut out, origin, &config)?;
+                Ok(std::string::String::from_utf8(out.as_bytes().to_vec()).expect("ASCII"))
+            }
+        }
+    }
+
+    #[test]
+    fn an_allowed_preflight_is_answered() {
+        let answer = preflight(
+            "Origin: https://app.example\r\nAccess-Control-Request-Method: DELETE\r\n\
+             Access-Control-Request-Headers: Content-Type, authorization\r\n",
+            CORS,
+        )
+        .expect("allowed");
+        assert_eq!(
+            answer,
+            "\ncors preflight\n>access-control-allow-origin:https://app.example\n\
+             >access-control-allow-credentials:true\n>access-control-expose-headers:www-authenticate\n\
+             >vary:Origin\n>access-control-allow-methods:GET, POST, DELETE\n\
+             >access-control-allow-headers:authorization, content-type\n>access-control-max-age:600\n\
+             >vary:Access-Control-Request-Method, Access-Control-Request-Headers\n"
+        );
+        let decoded = contract::Decision::decode(204, answer.as_bytes());
+        assert!(matches!(decoded, Ok(contract::Decision::Answer(_))), "{decoded:?}");
+    }
+
+    #[test]
+    fn a_preflight_outside_the_config_is_refused_or_forwarded() {
+        let method = "Access-Control-Request-Method: GET\r\n";
+        for fields in [
+            std::format!("Origin: https://evil.example\r\n{method}"),
+            std::format!("Origin: https://app.example.evil\r\n{method}"),
+            std::format!("Origin: HTTPS://APP.EXAMPLE\r\n{method}"),
+            std::format!("Origin: null\r\n{method}"),
+            "Origin: https://app.example\r\nAccess-Control-Request-Method: PUT\r\n".into(),
+            "Origin: https://app.example\r\nAccess-Control-Request-Method: get\r\n".into(),
+            std::format!(
+                "Origin: https://app.example\r\n{method}Access-Control-Request-Headers: x-admin\r\n"
+            ),
+            std::format!("Origin: https://app.example\r\nOrigin: https://app.example\r\n{method}"),
+        ] {
+            assert_eq!(preflight(&fields, CORS), Err(Rejection::PreflightRefused), "{fields}");
+            let fallback = Cors { unmatched_preflight_route: Some(0), ..CORS };
+            assert_eq!(preflight(&fields, fallback), Ok("forward docs".into()), "{fields}");
+        }
+    }
+
+    #[test]
+    fn any_origin_without_credentials_is_a_star() {
+        let any = Cors { origins: &["*"], credentials: false, ..CORS };
+        let answer = preflight("Origin: https://x.example\r\nAccess-Control-Request-Method: GET\r\n", any)
+            .expect("allowed");
+        assert!(answer.contains(">access-control-allow-origin:*\n"), "{answer}");
+        assert!(!answer.contains("credentials"), "{answer}");
+    }
+
+    #[test]
+    fn classification_of_ordinary_requests() {
+        let classify_fields = |fields: &str| {
+            let head = std::format!("GET / HTTP/1.1\r\nHost: gw\r\n{fields}\r\n");
+            let mut parsed = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let head = parse(head.as_bytes(), &mut parsed).expect("valid head");
+            match classify(&head, Some(&CORS)) {
+                CrossOrigin::Allowed(origin) => std::format!("allowed {origin}"),
+                other => std::format!("{other:?}"),
+            }
+        };
+        assert_eq!(classify_fields(""), "None");
+        assert_eq!(classify_fields("Origin: http://localhost:5173\r\n"), "allowed http://localhost:5173");
+        assert_eq!(classify_fields("Origin: http://localhost:5174\r\n"), "Refused");
+    }
+}

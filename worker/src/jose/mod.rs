@@ -1,0 +1,9 @@
+//! The token side of the request path (JOSE: RFC 7515, 7518, 7519): the
+//! compact JWS split and decoded, its header and the key it selects, the
+//! signature, and the claims, all read with one strict JSON reader.
+
+pub mod claims;
+pub mod header;
+pub mod json;
+pub mod jws;
+pub mod signature;
