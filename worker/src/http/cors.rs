@@ -128,11 +128,12 @@ fn method_allowed(head: &Head<'_, '_>, cors: &Cors<'_>) -> bool {
 
 /// Every requested header (comma-separated, any case) one of the allowed ones.
 fn headers_allowed(head: &Head<'_, '_>, cors: &Cors<'_>) -> bool {
-    head.named("access-control-request-headers")
-        .flat_map(|value| value.split(|&b| b == b','))
-        .map(trim_ows)
-        .filter(|name| !name.is_empty())
-        .all(|name| cors.headers.iter().any(|allowed| allowed.as_bytes().eq_ignore_ascii_case(name)))
+    head.named("access-control-request-headers").all(|value| {
+        value.split(|&b| b == b',').map(trim_ows).all(|name| {
+            name.is_empty()
+                || cors.headers.iter().any(|allowed| allowed.as_bytes().eq_ignore_ascii_case(name))
+        })
+    })
 }
 
 /// Writes the 204 answer to an allowed preflight.
@@ -147,7 +148,8 @@ pub fn write_preflight(out: &mut Encoder<'_>, origin: &str, config: &Config<'_>)
     if !cors.max_age.is_empty() {
         out.add_response_field("access-control-max-age", &[cors.max_age.as_bytes()])?;
     }
-    out.add_response_field("vary", &[b"Access-Control-Request-Method, Access-Control-Request-Headers"])?;
+    // No `Vary` on the request's Access-Control-Request-* fields: responses
+    // to OPTIONS are not cacheable (RFC 9110 section 9.3.7).
     Ok(out.body(&[])?)
 }
 
@@ -228,8 +230,7 @@ mod tests {
             "\ncors preflight\n>access-control-allow-origin:https://app.example\n\
              >access-control-allow-credentials:true\n>access-control-expose-headers:www-authenticate\n\
              >vary:Origin\n>access-control-allow-methods:GET, POST, DELETE\n\
-             >access-control-allow-headers:authorization, content-type\n>access-control-max-age:600\n\
-             >vary:Access-Control-Request-Method, Access-Control-Request-Headers\n"
+             >access-control-allow-headers:authorization, content-type\n>access-control-max-age:600\n"
         );
         let decoded = contract::Decision::decode(204, answer.as_bytes());
         assert!(matches!(decoded, Ok(contract::Decision::Answer(_))), "{decoded:?}");

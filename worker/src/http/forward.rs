@@ -197,10 +197,9 @@ fn write_other_cookies(
     }
     let buf = arena.alloc(total)?;
     let mut len = 0;
-    for pair in head.named("cookie").flat_map(|v| v.split(|&b| b == b';')).map(request::trim_ows) {
-        let name = pair.split(|&b| b == b'=').next().map(request::trim_ows).unwrap_or_default();
+    crate::http::tokens::each_cookie(head, |name, _, pair| {
         if pair.is_empty() || is_token(name) {
-            continue;
+            return Ok(());
         }
         if !pair.iter().all(|b| (0x20..0x7f).contains(b)) {
             return Err(Rejection::InvalidFieldValue);
@@ -210,7 +209,8 @@ fn write_other_cookies(
             buf[len..len + part.len()].copy_from_slice(part);
             len += part.len();
         }
-    }
+        Ok(())
+    })?;
     match len {
         0 => Ok(()),
         _ => Ok(out.set_request_field("cookie", &[&buf[..len]])?),
@@ -246,21 +246,22 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
             .any(|p| name.get(..p.len()).is_some_and(|start| canonical_eq(start, p.as_bytes())))
         || (name.contains(&b'_') && canonical_eq(name, b"content-length"))
         || connection_options(head).any(|option| canonical_eq(name, option))
-        || (cfg!(any(policy_sources, policy_claims))
-            && names_the_config_sets(config).any(|configured| canonical_eq(name, configured.as_bytes())))
+        || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
 }
 
-/// The fields the config makes the gateway's own: claim headers, the
-/// payload header, a token header, and `Cookie` when a cookie carries tokens.
-fn names_the_config_sets<'c>(config: &Config<'c>) -> impl Iterator<Item = &'c str> {
+/// True when `name` is a field the config makes the gateway's own: a claim
+/// header, the payload header, a token header, or `Cookie` when a cookie
+/// carries tokens.
+fn the_config_sets(name: &[u8], config: &Config<'_>) -> bool {
     let policy = &config.policy;
-    let claim_headers = policy.claim_headers.iter().map(|h| h.header);
-    let sources = policy.token_sources.iter().filter_map(|source| match source {
-        TokenSource::Header { name, .. } => Some(*name),
-        TokenSource::Cookie(_) => Some("cookie"),
-        TokenSource::Bearer => None,
-    });
-    claim_headers.chain(policy.payload_header).chain(sources)
+    let is = |configured: &str| canonical_eq(name, configured.as_bytes());
+    policy.claim_headers.iter().any(|h| is(h.header))
+        || policy.payload_header.is_some_and(is)
+        || policy.token_sources.iter().any(|source| match source {
+            TokenSource::Header { name, .. } => is(name),
+            TokenSource::Cookie(_) => is("cookie"),
+            TokenSource::Bearer => false,
+        })
 }
 
 /// The field names listed in the request's `Connection` fields.

@@ -96,34 +96,44 @@ fn header_token<'b>(head: &Head<'b, '_>, name: &str, prefix: &str) -> Result<Opt
 #[cfg(policy_sources)]
 fn cookie_token<'b>(head: &Head<'b, '_>, name: &str) -> Result<Option<&'b [u8]>, Rejection> {
     let mut found: Option<&'b [u8]> = None;
-    for (cookie, value) in cookies(head) {
+    each_cookie(head, |cookie, value, _| {
         if cookie != name.as_bytes() {
-            continue;
+            return Ok(());
         }
         if !request::is_b64token(value) {
             return Err(Rejection::MalformedTokenField);
         }
         match found {
-            Some(first) if first != value => return Err(Rejection::ConflictingTokens),
-            _ => found = Some(value),
+            Some(first) if first != value => Err(Rejection::ConflictingTokens),
+            _ => Ok(found = Some(value)),
         }
-    }
+    })?;
     Ok(found)
 }
 
-/// Every cookie pair of every `Cookie` field: (name, value), the value
-/// unquoted. Pairs without `=` are skipped, as browsers never send them.
-pub fn cookies<'b>(head: &Head<'b, '_>) -> impl Iterator<Item = (&'b [u8], &'b [u8])> {
-    head.named("cookie").flat_map(|field| field.split(|&b| b == b';')).filter_map(|pair| {
-        let pair = request::trim_ows(pair);
-        let equals = pair.iter().position(|&b| b == b'=')?;
-        let (name, value) = (request::trim_ows(&pair[..equals]), request::trim_ows(&pair[equals + 1..]));
-        let value = match value {
-            [b'"', inner @ .., b'"'] => inner,
-            other => other,
-        };
-        Some((name, value))
-    })
+/// Calls `each` with every cookie pair of every `Cookie` field: its name,
+/// its value unquoted, and the pair as written (trimmed). Pairs without `=`
+/// get an empty name, as browsers never send them.
+pub fn each_cookie<'b>(
+    head: &Head<'b, '_>,
+    mut each: impl FnMut(&'b [u8], &'b [u8], &'b [u8]) -> Result<(), Rejection>,
+) -> Result<(), Rejection> {
+    for field in head.named("cookie") {
+        for pair in field.split(|&b| b == b';') {
+            let pair = request::trim_ows(pair);
+            let equals = pair.iter().position(|&b| b == b'=').unwrap_or(0);
+            let (name, value) = (
+                request::trim_ows(&pair[..equals]),
+                request::trim_ows(pair.get(equals + 1..).unwrap_or_default()),
+            );
+            let value = match value {
+                [b'"', inner @ .., b'"'] => inner,
+                other => other,
+            };
+            each(name, value, pair)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -398,8 +398,12 @@ fn issuer<'c>(iss: Option<&str>, config: &Config<'c>) -> Result<&'c Issuer<'c>, 
 fn route_for<'c>(claims: &Claims<'c, '_>, issuer: &Issuer<'_>) -> Option<&'c Route<'c>> {
     #[cfg(policy_issuers)]
     if !issuer.audiences.is_empty() {
-        let allowed = |route: &&&Route<'_>| issuer.audiences.contains(&route.audience);
-        return claims.routes.iter().flatten().find(allowed).copied();
+        for route in claims.routes.iter().take(claims.audiences).flatten() {
+            if issuer.audiences.contains(&route.audience) {
+                return Some(route);
+            }
+        }
+        return None;
     }
     let _ = issuer;
     claims.route

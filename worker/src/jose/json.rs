@@ -90,13 +90,16 @@ pub fn decoded_eq(raw: RawString<'_>, expected: &str) -> Result<bool, Unescape> 
     if !raw.escaped {
         return Ok(raw.text == expected);
     }
-    let mut rest = expected.chars();
+    let mut at = 0;
     for ch in decoded(raw) {
-        if rest.next() != Some(ch?) {
+        let mut utf8 = [0u8; 4];
+        let bytes = ch?.encode_utf8(&mut utf8).as_bytes();
+        if expected.as_bytes().get(at..at + bytes.len()) != Some(bytes) {
             return Ok(false);
         }
+        at += bytes.len();
     }
-    Ok(rest.next().is_none())
+    Ok(at == expected.len())
 }
 
 /// The characters of `raw` with its escapes decoded, one at a time.
@@ -111,7 +114,7 @@ pub fn decoded(raw: RawString<'_>) -> impl Iterator<Item = Result<char, Unescape
             return Some(decoded.map(|(ch, _)| ch));
         }
         // A plain character: its UTF-8 sequence, whole (the text is a str).
-        let ch = raw.text[at..].chars().next()?;
+        let ch = raw.text.get(at..)?.chars().next()?;
         at += ch.len_utf8();
         Some(Ok(ch))
     })

@@ -93,20 +93,22 @@ fn contains(value: Option<&[u8]>, wanted: &str, split: bool) -> bool {
 /// `wanted`; false for a string that is no text (a lone surrogate anywhere).
 #[cfg(policy_claims)]
 fn words_contain(raw: json::RawString<'_>, wanted: &str) -> bool {
-    let mut word = wanted.chars();
-    let mut matching = true;
+    let wanted = wanted.as_bytes();
+    // How much of `wanted` the current word has matched; None once it differs.
+    let mut at = Some(0);
     let mut found = false;
     for ch in json::decoded(raw) {
         let Ok(ch) = ch else { return false };
         if ch == ' ' {
-            found |= matching && word.next().is_none();
-            word = wanted.chars();
-            matching = true;
-        } else if matching && word.next() != Some(ch) {
-            matching = false;
+            found |= at == Some(wanted.len());
+            at = Some(0);
+            continue;
         }
+        let mut utf8 = [0u8; 4];
+        let bytes = ch.encode_utf8(&mut utf8).as_bytes();
+        at = at.filter(|&i| wanted.get(i..i + bytes.len()) == Some(bytes)).map(|i| i + bytes.len());
     }
-    !wanted.is_empty() && (found || (matching && word.next().is_none()))
+    !wanted.is_empty() && (found || at == Some(wanted.len()))
 }
 
 /// True when the claim has exactly the required value.
