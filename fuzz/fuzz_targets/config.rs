@@ -26,14 +26,17 @@ fuzz_target!(|data: &[u8]| {
     }
     match gateway_config::parse(text, Path::new("/nonexistent-fuzz-config/gateway.toml"), &fake_env) {
         Ok(config) => {
-            assert!(config.leeway_secs <= MAX_LEEWAY_SECS);
-            assert!(!config.keys.is_empty() && !config.routes.is_empty());
-            assert!(config.keys.iter().all(|k| k.secret().len() >= MIN_KEY_BYTES));
+            assert!(!config.issuers.is_empty() && !config.routes.is_empty());
+            for issuer in &config.issuers {
+                assert!(issuer.leeway_secs <= MAX_LEEWAY_SECS);
+                assert!(!issuer.keys.is_empty() || !issuer.public_keys.is_empty());
+                assert!(issuer.keys.iter().all(|k| k.secret().len() >= MIN_KEY_BYTES));
+                for (i, k) in issuer.keys.iter().enumerate() {
+                    assert!(issuer.keys[..i].iter().all(|o| o.kid != k.kid), "duplicate kid");
+                }
+            }
             let sorted = config.routes.windows(2).all(|w| w[0].aud.as_bytes() < w[1].aud.as_bytes());
             assert!(sorted, "routes sorted, without duplicates");
-            for (i, k) in config.keys.iter().enumerate() {
-                assert!(config.keys[..i].iter().all(|o| o.kid != k.kid), "duplicate kid");
-            }
             let visible = |s: &str| {
                 !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
             };
@@ -48,9 +51,13 @@ fuzz_target!(|data: &[u8]| {
                         .bytes()
                         .all(|b| (0x21..=0x7e).contains(&b) && !b"\"\\?#<>^`{|}".contains(&b))
             }));
-            assert!(config.keys.iter().all(|k| visible(&k.kid)));
-            assert!(config.issuer.as_deref().is_none_or(visible));
+            assert!(config.hs256_keys().all(|k| visible(&k.kid)));
+            assert!(config.issuers.iter().all(|i| i.iss.as_deref().is_none_or(visible)));
             assert!(config.realm.bytes().all(|b| (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\'));
+            // Every header the policy names is a lower-case token, none twice.
+            let headers: Vec<&str> = config.policy.claim_headers.iter().map(|h| h.header.as_str()).collect();
+            assert!(headers.iter().all(|h| h.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')));
+            assert!(headers.iter().enumerate().all(|(i, h)| !headers[..i].contains(h)));
             let rust = config.to_rust();
             assert!(rust.contains("pub static COMPILED"));
         }

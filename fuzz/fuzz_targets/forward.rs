@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 fn token() -> &'static str {
     static TOKEN: OnceLock<String> = OnceLock::new();
     TOKEN.get_or_init(|| {
-        let issuer = config().issuer.unwrap_or("any");
+        let issuer = config().issuers[0].iss.unwrap_or("any");
         let claims = format!(r#"{{"iss":"{issuer}","aud":"orders","sub":"alice","exp":4102444800}}"#);
         mint_fixture(r#"{"alg":"HS256","typ":"JWT"}"#, &claims)
     })
