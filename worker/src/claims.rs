@@ -115,15 +115,11 @@ fn read<'c, 'a>(
     Ok(claims)
 }
 
-/// The member a name stands for, its escapes decoded.
+/// The member a name stands for, its escapes decoded ([`json::member_name`],
+/// which the JOSE header's names are read with too).
 fn member(name: RawString<'_>) -> Option<Member> {
-    let mut buf = [0u8; 3];
-    let name = match name.escaped {
-        // Longer than three bytes decoded, or not text: no name we read.
-        true => json::unescape(name, &mut buf).ok()?,
-        false => name.text,
-    };
-    Some(match name {
+    let mut buf = [0u8; json::NAME_BYTES];
+    Some(match json::member_name(name, &mut buf)? {
         "exp" => Member::Exp,
         "nbf" => Member::Nbf,
         "iat" => Member::Iat,
