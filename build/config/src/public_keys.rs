@@ -9,9 +9,11 @@
 //! in one line naming the file and the key when it is not one the gateway
 //! can trust: RSA below 2048 bits or above 4096, an even or tiny exponent,
 //! an EC curve other than P-256, a point not on its curve, an Ed25519 key of
-//! small order, `kty`, `crv`, `alg` and `use` that disagree, a missing kid,
-//! or private key material in a public document. JWKS entries whose `use` is
-//! `enc` are encryption keys and are skipped.
+//! small order, `kty`, `crv`, `alg` and `use` that disagree, or a missing
+//! kid. JWKS entries whose `use` is `enc` are encryption keys and are
+//! skipped; but a document in which any key, skipped or not, carries a
+//! private member of RFC 7518 section 6 (`d`, `p`, `q`, `dp`, `dq`, `qi`,
+//! `oth`, or a secret's `k`) is refused whole: it leaked a private key.
 
 use std::path::Path;
 
@@ -97,8 +99,13 @@ impl PublicKey {
     }
 }
 
-/// One JWK of a JWKS document: the members the gateway reads. Private
-/// members are read only to refuse them.
+/// The members of a JWK that hold private or secret key material (RFC 7518
+/// section 6.2.2 for EC and OKP `d`, 6.3.2 for RSA, 6.4 for a secret's
+/// `k`): any one of them in a JWKS means the document leaked a key.
+const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+
+/// One JWK of a JWKS document: the members the gateway reads, and the names
+/// of all the others, so that private members are found whatever their value.
 #[derive(Deserialize)]
 struct Jwk {
     kty: Option<String>,
@@ -111,8 +118,15 @@ struct Jwk {
     e: Option<String>,
     x: Option<String>,
     y: Option<String>,
-    d: Option<serde::de::IgnoredAny>,
-    k: Option<serde::de::IgnoredAny>,
+    #[serde(flatten)]
+    others: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+impl Jwk {
+    /// The private members it carries, in the order of [`PRIVATE_MEMBERS`].
+    fn private_members(&self) -> Vec<&'static str> {
+        PRIVATE_MEMBERS.into_iter().filter(|m| self.others.contains_key(*m)).collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -124,12 +138,26 @@ struct Jwks {
 /// `Err` is the reason, to be prefixed with the entry and the file.
 pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
     let jwks: Jwks = serde_json::from_str(text).map_err(|e| format!("is not a JWKS document: {e}"))?;
+    let name = |i: usize, jwk: &Jwk| match &jwk.kid {
+        Some(kid) => format!("key {i} (kid {kid:?})"),
+        None => format!("key {i}"),
+    };
+    // Every key first, the ones skipped below included: a private member
+    // anywhere means the document is not the public one.
+    for (i, jwk) in jwks.keys.iter().enumerate() {
+        let private = jwk.private_members();
+        if !private.is_empty() {
+            let members = private.iter().map(|m| format!("{m:?}")).collect::<Vec<_>>().join(", ");
+            return Err(format!(
+                "{} holds private key material ({members}): the document leaked a private key; \
+                 rotate the key and save only the public keys (the jwks_uri document)",
+                name(i, jwk)
+            ));
+        }
+    }
     let mut keys = Vec::new();
     for (i, jwk) in jwks.keys.into_iter().enumerate() {
-        let name = match &jwk.kid {
-            Some(kid) => format!("key {i} (kid {kid:?})"),
-            None => format!("key {i}"),
-        };
+        let name = name(i, &jwk);
         if jwk.use_.as_deref() == Some("enc") {
             continue;
         }
@@ -144,11 +172,6 @@ pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
 }
 
 fn read_jwk(jwk: &Jwk) -> Result<PublicKey, String> {
-    if jwk.d.is_some() || jwk.k.is_some() {
-        return Err(
-            "holds private or secret key material (\"d\" or \"k\"): publish only public keys".to_owned()
-        );
-    }
     if let Some(use_) = &jwk.use_
         && use_ != "sig"
     {
@@ -372,10 +395,10 @@ mod tests {
             (format!(r#"{{"kty":"RSA","kid":"k","alg":"ES256","n":"{n}","e":"AQAB"}}"#), "but the key is for RS256"),
             (format!(r#"{{"kty":"RSA","n":"{n}","e":"AQAB"}}"#), "key 0 has no kid"),
             (format!(r#"{{"kty":"RSA","kid":"k","use":"other","n":"{n}","e":"AQAB"}}"#), "has use \"other\""),
-            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "holds private or secret key material"),
+            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "the document leaked a private key"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AwA"}}"#), "it must be odd"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQ"}}"#), "it must be odd and at least 3"),
-            (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "holds private or secret key material"),
+            (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "the document leaked a private key"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"AA","y":"AA"}"#.to_owned(), "not 32 bytes"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}"#.to_owned(), "is not a point on P-256"),
             (r#"{"kty":"OKP","kid":"k","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#.to_owned(), "is on curve \"X25519\""),
@@ -389,6 +412,46 @@ mod tests {
         }
         assert!(read_jwks(r#"{"keys":[]}"#).expect_err("empty").contains("holds no signing key"));
         assert!(read_jwks("not json").expect_err("text").contains("is not a JWKS document"));
+    }
+
+    #[test]
+    fn refuses_every_private_member_in_any_key_skipped_or_not() {
+        let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
+        let rsa =
+            |extra: &str| format!(r#"{{"kty":"RSA","kid":"k","use":"sig","n":"{n}","e":"AQAB"{extra}}}"#);
+        let ec = r#"{"kty":"EC","kid":"e","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0""#;
+        let cases = [
+            // The CRT parameters rebuild the private key without "d".
+            (rsa(r#","p":"AQAB","q":"AQAB","dp":"AQAB","dq":"AQAB","qi":"AQAB""#), r#"("p", "q", "dp", "dq", "qi")"#),
+            (rsa(r#","d":"AQAB""#), r#"("d")"#),
+            (rsa(r#","p":"AQAB""#), r#"("p")"#),
+            (rsa(r#","oth":[{"r":"AQAB","d":"AQAB","t":"AQAB"}]"#), r#"("oth")"#),
+            (rsa(r#","d":null"#), r#"("d")"#),
+            (rsa(r#","k":"c2VjcmV0""#), r#"("k")"#),
+            (format!(r#"{ec},"d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}}"#), r#"("d")"#),
+            (r#"{"kty":"OKP","kid":"o","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}"#.to_owned(), r#"("d")"#),
+            (r#"{"kty":"oct","kid":"s","k":"c2VjcmV0"}"#.to_owned(), r#"("k")"#),
+        ];
+        for (jwk, members) in &cases {
+            // The key alone, after a good key, and as an encryption key (skipped, still refused).
+            let good = rsa("");
+            let encryption =
+                jwk.replacen("\"kid\"", "\"use\":\"enc\",\"kid\"", 1).replace(r#""use":"sig","#, "");
+            for (document, index) in [
+                (format!(r#"{{"keys":[{jwk}]}}"#), 0),
+                (format!(r#"{{"keys":[{good},{jwk}]}}"#), 1),
+                (format!(r#"{{"keys":[{good},{encryption}]}}"#), 1),
+            ] {
+                let why = read_jwks(&document).expect_err(&document);
+                assert!(why.starts_with(&format!("key {index} (kid ")), "{document}: {why}");
+                assert!(
+                    why.contains(&format!(
+                        "holds private key material {members}: the document leaked a private key"
+                    )),
+                    "{document}: {why}"
+                );
+            }
+        }
     }
 
     #[test]
