@@ -193,7 +193,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 18] = [
+const UNREACHABLE: [Rejection; 19] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -211,6 +211,7 @@ const UNREACHABLE: [Rejection; 18] = [
     Rejection::EncodedSlash,
     Rejection::PathAboveRoot,
     Rejection::DotSegmentParameters,
+    Rejection::DoubleEncodedPath,
     Rejection::TargetTooLong,
 ];
 

@@ -145,6 +145,14 @@ const CASES = [
   ["encoded slash", req("GET", "/..%2fbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
   ["encoded backslash", req("GET", "/..%5cbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
   ["dot-dot with parameters", req("GET", "/..;/billing-svc/x", [auth()]), [refused(400, "dot segment with parameters")]],
+  // Double-encoded: an upstream (or a framework before it) that decodes twice reads ../ here.
+  ["double-encoded dot-dot", req("GET", "/%252e%252e/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded dot-dot upper case", req("GET", "/%252E%252E/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded slash", req("GET", "/..%252f..%252fbilling-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded backslash", req("GET", "/..%255c..%255Cbilling-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["triple-encoded dot-dot", req("GET", "/%25252e%25252e/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded dot spelled with unreserved escapes", req("GET", "/%25%32%65%25%32%65/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["encoded percent signs pass", req("GET", "/100%25/%2541?next=%252e%252e", [auth()]), [forward("GET", "/orders-svc/100%25/%2541?next=%252e%252e")]],
   ["encoded NUL", req("GET", "/a%00.json", [auth()]), [refused(400, "control or non-ASCII byte in request target")]],
   [
     "fragment cut off",
