@@ -229,8 +229,8 @@ pub fn check_alg(key: &PublicKey, alg: Option<&str>) -> Result<(), String> {
 
 /// Reads a PEM `PUBLIC KEY` (SPKI).
 pub fn read_pem(text: &str) -> Result<PublicKey, String> {
-    let (label, der) =
-        der::pem::decode_vec(text.as_bytes()).map_err(|e| format!("is not a PEM document: {e}"))?;
+    let (label, der) = der::pem::decode_vec(pem_block(text)?.as_bytes())
+        .map_err(|e| format!("is not a PEM document: {e}"))?;
     if label != "PUBLIC KEY" {
         return Err(format!("is a PEM {label:?}; a \"PUBLIC KEY\" (SPKI) is needed"));
     }
@@ -257,6 +257,39 @@ pub fn read_pem(text: &str) -> Result<PublicKey, String> {
     } else {
         Err(format!("has algorithm {oid}, which is not RSA, P-256 or Ed25519"))
     }
+}
+
+/// The one PEM block of a key file, from its `-----BEGIN` line to the end
+/// of its `-----END` line. Found here, before the PEM decoder, so that a
+/// file that is not one key says so in the user's terms (an empty file, a
+/// second key, text after the key) rather than in the decoder's (a NUL
+/// byte, a pre-encapsulation boundary, invalid Base64). Explanatory text
+/// before the block (RFC 7468 section 5.2) and blank lines after it are
+/// allowed.
+fn pem_block(text: &str) -> Result<&str, String> {
+    const BEGIN: &str = "-----BEGIN ";
+    if text.trim().is_empty() {
+        return Err(
+            "is empty: it holds no key (save the PEM public key, -----BEGIN PUBLIC KEY-----, in it)".into()
+        );
+    }
+    let Some(begin) = text.find(BEGIN) else {
+        return Err("is not a PEM file: it has no -----BEGIN line".into());
+    };
+    let blocks = text.matches(BEGIN).count();
+    if blocks > 1 {
+        return Err(format!(
+            "holds {blocks} PEM blocks: one key per file, each in a [[keys]] entry of its own"
+        ));
+    }
+    let Some(end) = text[begin..].find("-----END ").map(|at| begin + at) else {
+        return Err("has no -----END line: the key is cut short".into());
+    };
+    let line_end = text[end..].find('\n').map_or(text.len(), |at| end + at + 1);
+    if !text[line_end..].trim().is_empty() {
+        return Err("has text after the key's -----END line: remove it".into());
+    }
+    Ok(&text[begin..line_end])
 }
 
 fn rsa_key(mut modulus: Vec<u8>, exponent: &[u8]) -> Result<PublicKey, String> {
@@ -379,6 +412,53 @@ mod tests {
         assert!(line.contains("(kid \"p384\") is on curve \"P-384\"; ES256 is P-256 only"), "{line}");
         let line = refusal("kid = \"p\"\npem = \"p384.pub.pem\"", &data(""));
         assert!(line.contains("is on curve 1.3.132.0.34"), "{line}");
+    }
+
+    #[test]
+    fn pem_files_are_judged_in_the_users_terms() {
+        let key = std::fs::read_to_string(fixture_keys().join("rs256-3072.pub.pem")).expect("fixture key");
+        let dir = std::env::temp_dir().join(format!("gw-pem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let verdict = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).expect("write");
+            config_with(&format!("kid = \"k\"\npem = \"{name}\""), &dir)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        // Refused, each with a line saying what is wrong with the file.
+        for (name, text, expected) in [
+            ("empty.pem", String::new(), "(kid \"k\") is empty: it holds no key"),
+            ("blank.pem", "\n  \r\n".to_owned(), "(kid \"k\") is empty: it holds no key"),
+            (
+                "trailing.pem",
+                format!("{key}trailing text\n"),
+                "(kid \"k\") has text after the key's -----END line",
+            ),
+            ("two.pem", format!("{key}{key}"), "(kid \"k\") holds 2 PEM blocks: one key per file"),
+            (
+                "no-begin.pem",
+                "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAxLIJ\n".to_owned(),
+                "(kid \"k\") is not a PEM file: it has no -----BEGIN line",
+            ),
+            ("cut.pem", key[..200].to_owned(), "(kid \"k\") has no -----END line: the key is cut short"),
+        ] {
+            let line = verdict(name, &text).expect_err(name);
+            assert!(line.contains(&format!("{name}: {expected}")), "{name}: {line}");
+            assert!(
+                !line.contains('\n') && !line.contains("NUL") && !line.contains("encapsulation"),
+                "{name}: {line}"
+            );
+        }
+        // Accepted: blank lines after the key, CRLF line ends, explanatory
+        // text before it (RFC 7468 section 5.2).
+        for (name, text) in [
+            ("blank-lines-after.pem", format!("{key}\n\n")),
+            ("crlf.pem", key.replace('\n', "\r\n")),
+            ("explained.pem", format!("Partner signing key, 2026\n{key}")),
+        ] {
+            assert_eq!(verdict(name, &text), Ok(()), "{name}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
