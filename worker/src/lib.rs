@@ -1,6 +1,7 @@
-//! The gateway worker: for each HTTP request head, verify its HS256 bearer
-//! token and decide either to reject it with the right status, or to forward
-//! it, and then exactly what the upstream its audience names receives.
+//! The gateway worker: for each HTTP request head, verify its bearer token
+//! (HS256; RS256, ES256 and EdDSA as build features) and decide either to
+//! reject it with the right status, or to forward it, and then exactly what
+//! the upstream its audience names receives.
 //!
 //! `no_std`, no heap, no imports: request scratch lives in a bump arena over
 //! a fixed region. The request path runs in named phases, one module each:
@@ -11,7 +12,7 @@
 //! | parse | [`request`] | request head (httparse, zero-copy), framing and `Host` checks, the one bearer token |
 //! | target | [`target`] | the request target normalized, confined, or refused |
 //! | split | [`jws`] | compact JWS parts, canonical base64url |
-//! | header | [`header`] | strict JSON ([`json`]); key by `kid`, `alg` exactly that key's algorithm, `typ`, `crit` |
+//! | header | [`header`] | strict JSON ([`json`]), member names decoded as in the claims; key by `kid`, `alg` exactly that key's algorithm, `typ`, `crit` |
 //! | verify | [`signature`] | by the key's algorithm: HMAC-SHA256 (constant-time comparison); RS256, ES256, EdDSA as build features; [`cache`] remembers verified tokens per instance |
 //! | claims | [`claims`] | strict JSON; `exp`/`nbf`/`iat`, `iss`, `aud`, `sub` |
 //! | route | [`route`] | binary search of the sorted audience table |
