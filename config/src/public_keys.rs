@@ -9,9 +9,11 @@
 //! in one line naming the file and the key when it is not one the gateway
 //! can trust: RSA below 2048 bits or above 4096, an even or tiny exponent,
 //! an EC curve other than P-256, a point not on its curve, an Ed25519 key of
-//! small order, `kty`, `crv`, `alg` and `use` that disagree, a missing kid,
-//! or private key material in a public document. JWKS entries whose `use` is
-//! `enc` are encryption keys and are skipped.
+//! small order, `kty`, `crv`, `alg` and `use` that disagree, or a missing
+//! kid. JWKS entries whose `use` is `enc` are encryption keys and are
+//! skipped; but a document in which any key, skipped or not, carries a
+//! private member of RFC 7518 section 6 (`d`, `p`, `q`, `dp`, `dq`, `qi`,
+//! `oth`, or a secret's `k`) is refused whole: it leaked a private key.
 
 use std::path::Path;
 
@@ -97,8 +99,13 @@ impl PublicKey {
     }
 }
 
-/// One JWK of a JWKS document: the members the gateway reads. Private
-/// members are read only to refuse them.
+/// The members of a JWK that hold private or secret key material (RFC 7518
+/// section 6.2.2 for EC and OKP `d`, 6.3.2 for RSA, 6.4 for a secret's
+/// `k`): any one of them in a JWKS means the document leaked a key.
+const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+
+/// One JWK of a JWKS document: the members the gateway reads, and the names
+/// of all the others, so that private members are found whatever their value.
 #[derive(Deserialize)]
 struct Jwk {
     kty: Option<String>,
@@ -111,8 +118,15 @@ struct Jwk {
     e: Option<String>,
     x: Option<String>,
     y: Option<String>,
-    d: Option<serde::de::IgnoredAny>,
-    k: Option<serde::de::IgnoredAny>,
+    #[serde(flatten)]
+    others: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+impl Jwk {
+    /// The private members it carries, in the order of [`PRIVATE_MEMBERS`].
+    fn private_members(&self) -> Vec<&'static str> {
+        PRIVATE_MEMBERS.into_iter().filter(|m| self.others.contains_key(*m)).collect()
+    }
 }
 
 #[derive(Deserialize)]
@@ -124,12 +138,26 @@ struct Jwks {
 /// `Err` is the reason, to be prefixed with the entry and the file.
 pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
     let jwks: Jwks = serde_json::from_str(text).map_err(|e| format!("is not a JWKS document: {e}"))?;
+    let name = |i: usize, jwk: &Jwk| match &jwk.kid {
+        Some(kid) => format!("key {i} (kid {kid:?})"),
+        None => format!("key {i}"),
+    };
+    // Every key first, the ones skipped below included: a private member
+    // anywhere means the document is not the public one.
+    for (i, jwk) in jwks.keys.iter().enumerate() {
+        let private = jwk.private_members();
+        if !private.is_empty() {
+            let members = private.iter().map(|m| format!("{m:?}")).collect::<Vec<_>>().join(", ");
+            return Err(format!(
+                "{} holds private key material ({members}): the document leaked a private key; \
+                 rotate the key and save only the public keys (the jwks_uri document)",
+                name(i, jwk)
+            ));
+        }
+    }
     let mut keys = Vec::new();
     for (i, jwk) in jwks.keys.into_iter().enumerate() {
-        let name = match &jwk.kid {
-            Some(kid) => format!("key {i} (kid {kid:?})"),
-            None => format!("key {i}"),
-        };
+        let name = name(i, &jwk);
         if jwk.use_.as_deref() == Some("enc") {
             continue;
         }
@@ -144,11 +172,6 @@ pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
 }
 
 fn read_jwk(jwk: &Jwk) -> Result<PublicKey, String> {
-    if jwk.d.is_some() || jwk.k.is_some() {
-        return Err(
-            "holds private or secret key material (\"d\" or \"k\"): publish only public keys".to_owned()
-        );
-    }
     if let Some(use_) = &jwk.use_
         && use_ != "sig"
     {
@@ -206,8 +229,8 @@ pub fn check_alg(key: &PublicKey, alg: Option<&str>) -> Result<(), String> {
 
 /// Reads a PEM `PUBLIC KEY` (SPKI).
 pub fn read_pem(text: &str) -> Result<PublicKey, String> {
-    let (label, der) =
-        der::pem::decode_vec(text.as_bytes()).map_err(|e| format!("is not a PEM document: {e}"))?;
+    let (label, der) = der::pem::decode_vec(pem_block(text)?.as_bytes())
+        .map_err(|e| format!("is not a PEM document: {e}"))?;
     if label != "PUBLIC KEY" {
         return Err(format!("is a PEM {label:?}; a \"PUBLIC KEY\" (SPKI) is needed"));
     }
@@ -234,6 +257,39 @@ pub fn read_pem(text: &str) -> Result<PublicKey, String> {
     } else {
         Err(format!("has algorithm {oid}, which is not RSA, P-256 or Ed25519"))
     }
+}
+
+/// The one PEM block of a key file, from its `-----BEGIN` line to the end
+/// of its `-----END` line. Found here, before the PEM decoder, so that a
+/// file that is not one key says so in the user's terms (an empty file, a
+/// second key, text after the key) rather than in the decoder's (a NUL
+/// byte, a pre-encapsulation boundary, invalid Base64). Explanatory text
+/// before the block (RFC 7468 section 5.2) and blank lines after it are
+/// allowed.
+fn pem_block(text: &str) -> Result<&str, String> {
+    const BEGIN: &str = "-----BEGIN ";
+    if text.trim().is_empty() {
+        return Err(
+            "is empty: it holds no key (save the PEM public key, -----BEGIN PUBLIC KEY-----, in it)".into()
+        );
+    }
+    let Some(begin) = text.find(BEGIN) else {
+        return Err("is not a PEM file: it has no -----BEGIN line".into());
+    };
+    let blocks = text.matches(BEGIN).count();
+    if blocks > 1 {
+        return Err(format!(
+            "holds {blocks} PEM blocks: one key per file, each in a [[keys]] entry of its own"
+        ));
+    }
+    let Some(end) = text[begin..].find("-----END ").map(|at| begin + at) else {
+        return Err("has no -----END line: the key is cut short".into());
+    };
+    let line_end = text[end..].find('\n').map_or(text.len(), |at| end + at + 1);
+    if !text[line_end..].trim().is_empty() {
+        return Err("has text after the key's -----END line: remove it".into());
+    }
+    Ok(&text[begin..line_end])
 }
 
 fn rsa_key(mut modulus: Vec<u8>, exponent: &[u8]) -> Result<PublicKey, String> {
@@ -361,6 +417,53 @@ mod tests {
     }
 
     #[test]
+    fn pem_files_are_judged_in_the_users_terms() {
+        let key = std::fs::read_to_string(fixture_keys().join("rs256-3072.pub.pem")).expect("fixture key");
+        let dir = std::env::temp_dir().join(format!("gw-pem-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let verdict = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).expect("write");
+            config_with(&format!("kid = \"k\"\npem = \"{name}\""), &dir)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        // Refused, each with a line saying what is wrong with the file.
+        for (name, text, expected) in [
+            ("empty.pem", String::new(), "(kid \"k\") is empty: it holds no key"),
+            ("blank.pem", "\n  \r\n".to_owned(), "(kid \"k\") is empty: it holds no key"),
+            (
+                "trailing.pem",
+                format!("{key}trailing text\n"),
+                "(kid \"k\") has text after the key's -----END line",
+            ),
+            ("two.pem", format!("{key}{key}"), "(kid \"k\") holds 2 PEM blocks: one key per file"),
+            (
+                "no-begin.pem",
+                "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAxLIJ\n".to_owned(),
+                "(kid \"k\") is not a PEM file: it has no -----BEGIN line",
+            ),
+            ("cut.pem", key[..200].to_owned(), "(kid \"k\") has no -----END line: the key is cut short"),
+        ] {
+            let line = verdict(name, &text).expect_err(name);
+            assert!(line.contains(&format!("{name}: {expected}")), "{name}: {line}");
+            assert!(
+                !line.contains('\n') && !line.contains("NUL") && !line.contains("encapsulation"),
+                "{name}: {line}"
+            );
+        }
+        // Accepted: blank lines after the key, CRLF line ends, explanatory
+        // text before it (RFC 7468 section 5.2).
+        for (name, text) in [
+            ("blank-lines-after.pem", format!("{key}\n\n")),
+            ("crlf.pem", key.replace('\n', "\r\n")),
+            ("explained.pem", format!("Partner signing key, 2026\n{key}")),
+        ] {
+            assert_eq!(verdict(name, &text), Ok(()), "{name}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn refuses_pkcs1_pem() {
         let line = refusal("kid = \"r\"\npem = \"rsa-1024.pkcs1.pem\"", &data(""));
         assert!(line.contains("is a PEM \"RSA PUBLIC KEY\""), "{line}");
@@ -374,10 +477,10 @@ mod tests {
             (format!(r#"{{"kty":"RSA","kid":"k","alg":"ES256","n":"{n}","e":"AQAB"}}"#), "but the key is for RS256"),
             (format!(r#"{{"kty":"RSA","n":"{n}","e":"AQAB"}}"#), "key 0 has no kid"),
             (format!(r#"{{"kty":"RSA","kid":"k","use":"other","n":"{n}","e":"AQAB"}}"#), "has use \"other\""),
-            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "holds private or secret key material"),
+            (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "the document leaked a private key"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AwA"}}"#), "it must be odd"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQ"}}"#), "it must be odd and at least 3"),
-            (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "holds private or secret key material"),
+            (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "the document leaked a private key"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"AA","y":"AA"}"#.to_owned(), "not 32 bytes"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}"#.to_owned(), "is not a point on P-256"),
             (r#"{"kty":"OKP","kid":"k","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#.to_owned(), "is on curve \"X25519\""),
@@ -391,6 +494,46 @@ mod tests {
         }
         assert!(read_jwks(r#"{"keys":[]}"#).expect_err("empty").contains("holds no signing key"));
         assert!(read_jwks("not json").expect_err("text").contains("is not a JWKS document"));
+    }
+
+    #[test]
+    fn refuses_every_private_member_in_any_key_skipped_or_not() {
+        let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
+        let rsa =
+            |extra: &str| format!(r#"{{"kty":"RSA","kid":"k","use":"sig","n":"{n}","e":"AQAB"{extra}}}"#);
+        let ec = r#"{"kty":"EC","kid":"e","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0""#;
+        let cases = [
+            // The CRT parameters rebuild the private key without "d".
+            (rsa(r#","p":"AQAB","q":"AQAB","dp":"AQAB","dq":"AQAB","qi":"AQAB""#), r#"("p", "q", "dp", "dq", "qi")"#),
+            (rsa(r#","d":"AQAB""#), r#"("d")"#),
+            (rsa(r#","p":"AQAB""#), r#"("p")"#),
+            (rsa(r#","oth":[{"r":"AQAB","d":"AQAB","t":"AQAB"}]"#), r#"("oth")"#),
+            (rsa(r#","d":null"#), r#"("d")"#),
+            (rsa(r#","k":"c2VjcmV0""#), r#"("k")"#),
+            (format!(r#"{ec},"d":"jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI"}}"#), r#"("d")"#),
+            (r#"{"kty":"OKP","kid":"o","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","d":"nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A"}"#.to_owned(), r#"("d")"#),
+            (r#"{"kty":"oct","kid":"s","k":"c2VjcmV0"}"#.to_owned(), r#"("k")"#),
+        ];
+        for (jwk, members) in &cases {
+            // The key alone, after a good key, and as an encryption key (skipped, still refused).
+            let good = rsa("");
+            let encryption =
+                jwk.replacen("\"kid\"", "\"use\":\"enc\",\"kid\"", 1).replace(r#""use":"sig","#, "");
+            for (document, index) in [
+                (format!(r#"{{"keys":[{jwk}]}}"#), 0),
+                (format!(r#"{{"keys":[{good},{jwk}]}}"#), 1),
+                (format!(r#"{{"keys":[{good},{encryption}]}}"#), 1),
+            ] {
+                let why = read_jwks(&document).expect_err(&document);
+                assert!(why.starts_with(&format!("key {index} (kid ")), "{document}: {why}");
+                assert!(
+                    why.contains(&format!(
+                        "holds private key material {members}: the document leaked a private key"
+                    )),
+                    "{document}: {why}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -194,7 +194,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 27] = [
+const UNREACHABLE: [Rejection; 28] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -212,6 +212,7 @@ const UNREACHABLE: [Rejection; 27] = [
     Rejection::EncodedSlash,
     Rejection::PathAboveRoot,
     Rejection::DotSegmentParameters,
+    Rejection::DoubleEncodedPath,
     Rejection::TargetTooLong,
     // The policies' rejections need the policy fixture: the policy corpus
     // (testkit/conformance/policies.jsonl) covers each, on every host.

@@ -204,6 +204,14 @@ fn native_jwt_authn_forwards_by_audience_and_refuses_the_rest() {
     assert!(heads[0].starts_with("GET /billing-base/invoices HTTP/1.1\r\n"), "{}", heads[0]);
     assert_eq!(only_header(&heads[0], "x-gateway-subject"), None, "no sub, no subject header");
 
+    // A double-encoded climb passes Envoy's path normalization, which never
+    // decodes `%25`: the peer forwards what the gateway refuses with 400
+    // (deploy/envoy/README.md, "Where it answers differently").
+    let reply = get("/%252e%252e/billing-base/x", Some(&valid), &[]);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let heads = orders.heads();
+    assert!(heads[1].starts_with("GET /%252e%252e/billing-base/x HTTP/1.1\r\n"), "{heads:?}");
+
     // Nothing else is forwarded.
     let (kid, key) = testkit::tokens::first_key(&config).unwrap();
     let issuer = config.first_iss().unwrap_or_default().to_owned();
@@ -241,7 +249,11 @@ fn native_jwt_authn_forwards_by_audience_and_refuses_the_rest() {
         let challenge = reply.header("www-authenticate").unwrap_or_default();
         assert!(challenge.starts_with("Bearer realm="), "{name}: {reply:?}");
     }
-    assert_eq!(orders.heads().len() + billing.heads().len(), 2, "only the two valid requests were forwarded");
+    assert_eq!(
+        orders.heads().len() + billing.heads().len(),
+        3,
+        "only the three valid requests were forwarded"
+    );
 
     let (status, log) = server.terminate();
     assert!(status.success() || status.code().is_none(), "envoy: {status}: {log}");

@@ -322,6 +322,20 @@ fn corpus() -> Vec<Case> {
     );
     add("crit empty", bearer(&with_header(r#"{"alg":"HS256","crit":[]}"#)), Reject(CriticalHeader));
     add("crit null", bearer(&with_header(r#"{"alg":"HS256","crit":null}"#)), Reject(CriticalHeader));
+    // Header member names are decoded before they are compared (RFC 8259
+    // section 7), as in the claims: an escaped name is the member itself.
+    add(
+        "crit with an escaped name",
+        bearer(&with_header(r#"{"alg":"HS256","\u0063rit":["exp"]}"#)),
+        Reject(CriticalHeader),
+    );
+    add(
+        "crit spelled with escapes only",
+        bearer(&with_header(
+            r#"{"alg":"HS256","kid":"fixture","\u0063\u0072\u0069\u0074":["b64"],"b64":true}"#,
+        )),
+        Reject(CriticalHeader),
+    );
 
     // RFC 8725 2.8 / 3.11: explicit typing.
     for typ in ["JOSE", "JOSE+JSON", "secevent+jwt", "dpop+jwt", "application/jwt", "JWT ", "jwt+at"] {
@@ -331,6 +345,11 @@ fn corpus() -> Vec<Case> {
             Reject(UnsupportedType),
         );
     }
+    add(
+        "typ with an escaped name",
+        bearer(&with_header(r#"{"alg":"HS256","\u0074yp":"JOSE+JSON"}"#)),
+        Reject(UnsupportedType),
+    );
     add(
         "typ escaped JWT",
         bearer(&with_header(r#"{"alg":"HS256","typ":"J\u0057T"}"#)),
@@ -353,6 +372,31 @@ fn corpus() -> Vec<Case> {
         "duplicate kid",
         bearer(&with_header(r#"{"alg":"HS256","kid":"fixture","kid":"x"}"#)),
         Reject(MalformedHeader),
+    );
+    add(
+        "escaped alg none beside alg HS256",
+        bearer(&with_header(r#"{"alg":"HS256","\u0061lg":"none"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "escaped alg none before alg HS256",
+        bearer(&with_header(r#"{"\u0061lg":"none","alg":"HS256","kid":"fixture"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "escaped kid beside kid",
+        bearer(&with_header(r#"{"alg":"HS256","kid":"fixture","\u006bid":"other"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "escaped typ beside typ",
+        bearer(&with_header(r#"{"alg":"HS256","typ":"JWT","\u0074yp":"JOSE"}"#)),
+        Reject(MalformedHeader),
+    );
+    add(
+        "alg and kid names spelled with escapes are alg and kid",
+        bearer(&with_header(r#"{"\u0061lg":"HS256","typ":"JWT","\u006Bid":"fixture"}"#)),
+        Forward("orders", "alice"),
     );
     add(
         "duplicate typ",
@@ -1005,6 +1049,11 @@ fn corpus() -> Vec<Case> {
         ("encoded backslash", with_target("/..%5Cbilling"), EncodedSlash),
         ("raw backslash", with_target("/a\\..\\..\\b"), EncodedSlash),
         ("dot-dot with parameters", with_target("/..;/billing"), DotSegmentParameters),
+        ("double-encoded dot-dot", with_target("/%252e%252e/billing-svc/x"), DoubleEncodedPath),
+        ("double-encoded dot-dot, upper case", with_target("/%252E%252E/billing-svc/x"), DoubleEncodedPath),
+        ("double-encoded slash", with_target("/..%252fbilling-svc/x"), DoubleEncodedPath),
+        ("double-encoded backslash", with_target("/..%255Cbilling-svc/x"), DoubleEncodedPath),
+        ("triple-encoded dot-dot", with_target("/%25252e%25252e/billing-svc/x"), DoubleEncodedPath),
         ("encoded NUL in the path", with_target("/a%00.json"), ControlInTarget),
         ("raw non-ASCII in the path", with_target("/caf\u{e9}"), ControlInTarget),
         ("broken escape", with_target("/a%zz"), MalformedTarget),

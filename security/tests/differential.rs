@@ -46,7 +46,8 @@
 //! | `exp`/`nbf` within 3 s of the leeway boundary | decided on the same second; a fraction rounds `exp` down and `nbf` up | `jsonwebtoken` reads the system clock itself, which may tick in between, and rounds a fraction to the nearest second |
 //!
 //! Both decode JSON escapes (RFC 8259 section 7) in `iss`, `aud` and `sub`
-//! and in member names, and read `exp`/`nbf` as any JSON number (fractions,
+//! and in member names, of the claims and of the header (so an escaped
+//! `crit` is `crit`, and `"\u0061lg"` beside `"alg"` a duplicate), and read `exp`/`nbf` as any JSON number (fractions,
 //! exponents, `-0`): the generator spells these claims both ways and they
 //! are compared like any other. Lone surrogate escapes (`"\ud800"`) are not
 //! generated: `serde_json` fails inside `jsonwebtoken`'s lenient claim
@@ -172,6 +173,11 @@ fn gen_header(rng: &mut Rng) -> Members {
             ("zip", "\"DEF\""),
             ("nonce", "\"n\""),
             ("extra", "{\"a\":[1,2]}"),
+            // Names spelled with escapes: the members they spell.
+            ("\\u0063rit", "[\"exp\"]"),
+            ("\\u0061lg", "\"none\""),
+            ("\\u0074yp", "\"JOSE+JSON\""),
+            ("\\u006bid", "\"fixture\""),
         ]);
         h.push((k.into(), v.into()));
     }
@@ -179,8 +185,20 @@ fn gen_header(rng: &mut Rng) -> Members {
         let dup = h[rng.below(h.len())].clone();
         h.push(dup);
     }
+    // A member name spelled with an escape is the same member.
+    if rng.chance(8) && !h.is_empty() {
+        let at = rng.below(h.len());
+        escape_first_character(&mut h[at].0);
+    }
     shuffle(rng, &mut h);
     h
+}
+
+/// Spells the first character of a member name as a `\u` escape.
+fn escape_first_character(name: &mut String) {
+    if let Some(first) = name.chars().next().filter(|&c| c != '\\') {
+        *name = format!("\\u{:04x}{}", u32::from(first), &name[first.len_utf8()..]);
+    }
 }
 
 fn gen_claims(rng: &mut Rng, now: u64) -> Members {
@@ -339,10 +357,7 @@ fn gen_claims(rng: &mut Rng, now: u64) -> Members {
     // A member name spelled with an escape is the same member.
     if rng.chance(5) && !c.is_empty() {
         let at = rng.below(c.len());
-        let name = &mut c[at].0;
-        if let Some(first) = name.chars().next() {
-            *name = format!("\\u{:04x}{}", u32::from(first), &name[first.len_utf8()..]);
-        }
+        escape_first_character(&mut c[at].0);
     }
     shuffle(rng, &mut c);
     c
@@ -580,6 +595,7 @@ fn claims_difference(claims: &[u8], now: u64) -> Option<&'static str> {
 /// The shapes RFC 7519 and RFC 8259 allow that `token`'s claims use:
 /// escaped strings and names, NumericDates with a fraction or an exponent.
 fn standard_shapes(token: &str) -> Vec<&'static str> {
+    let header = URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap();
     let payload = URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap();
     let text = String::from_utf8_lossy(&payload);
     let Some(members) = members(&payload) else { return Vec::new() };
@@ -595,6 +611,10 @@ fn standard_shapes(token: &str) -> Vec<&'static str> {
     let escaped_name = |name: &str| format!("\"\\u{:04x}{}\":", u32::from(name.as_bytes()[0]), &name[1..]);
     if ["exp", "nbf", "iat", "iss", "sub", "aud"].iter().any(|name| text.contains(&escaped_name(name))) {
         found.push("escaped member name");
+    }
+    let header = String::from_utf8_lossy(&header);
+    if ["alg", "typ", "kid"].iter().any(|name| header.contains(&escaped_name(name))) {
+        found.push("escaped header member name");
     }
     if ["exp", "nbf"].iter().any(|m| raw(m).is_some_and(|v| v.contains(['.', 'e', 'E']))) {
         found.push("exp or nbf not an integer");
@@ -724,6 +744,7 @@ fn gateway_and_jsonwebtoken_agree_on_every_token_but_the_documented_differences(
         "escape in aud",
         "escape in sub",
         "escaped member name",
+        "escaped header member name",
         "exp or nbf not an integer",
     ] {
         assert!(

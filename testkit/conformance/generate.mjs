@@ -23,6 +23,11 @@
 //                                             the request before the module sees
 //                                             it (RFC 9112 lets it); each choice
 //                                             is safe; `why` says which and why
+//   { hosts: { module, "host-sim", workerd, envoy }, why }
+//                                             where the hosts' front ends reshape
+//                                             the request each its own way: every
+//                                             host's outcome pinned (`module` is
+//                                             the native request path); each safe
 //   { front_end: true }                       (alone) refused by the host's HTTP
 //                                             stack itself: any status >= 400
 //                                             that is not a module answer
@@ -107,6 +112,9 @@ const PROVIDER = {
   // Okta: an audience and subject spelled with \u escapes (any encoder may emit them).
   okta: token(`{"ver":1,"jti":"AT.W2dpbG1wNkxYY2g3WnJ2T3ZrZ0dfRnB1cnlmZ3FQZ0lFV0QyX3c","iss":"${ISSUER}","aud":"\\u006frders","iat":4102441200,"exp":4.1024448e9,"cid":"0oa1b2c3d4e5f6g7h8i9","uid":"00u1a2b3c4d5e6f7g8h9","scp":["openid","profile","email","orders.read","orders.write"],"auth_time":4102441100,"sub":"dave\\u0040example.com","groups":["Everyone","Orders Team","Orders Admins","EU Staff","Support Tier 2"],"amr":["pwd","mfa","hwk"],"idp":"00o1a2b3c4d5e6f7g8h9","email":"dave@example.com","locale":"en-GB","tenant":{"id":"t-42","region":"eu-west-1","plan":{"name":"business","seats":250}}}`),
 };
+/** Why hosts differ on a valid Authorization beside an empty one (SECURITY.md, "One corpus for every host"). */
+const AUTHORIZATION_FOLDED =
+  "Envoy's HTTP/1 codec keeps Authorization as an inline header: a repeat is appended to the first value with a comma, and an empty repeat is dropped, before any filter runs, so the filter's header map (its only view of the request) holds the one valid token, and the core forwards it; workerd keeps one value per name, joining a repeat with ', ' (a trailing ', ' the module refuses as malformed) and replacing an empty first value; host-sim passes both fields, and the module refuses two";
 const PROVIDER_TOO_LONG = token({ aud: "orders", sub: "alice", pad: "p".repeat(FIXTURE.max_token_bytes) });
 
 const CASES = [
@@ -145,6 +153,14 @@ const CASES = [
   ["encoded slash", req("GET", "/..%2fbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
   ["encoded backslash", req("GET", "/..%5cbilling-svc/x", [auth()]), [refused(400, "encoded slash or backslash in path")]],
   ["dot-dot with parameters", req("GET", "/..;/billing-svc/x", [auth()]), [refused(400, "dot segment with parameters")]],
+  // Double-encoded: an upstream (or a framework before it) that decodes twice reads ../ here.
+  ["double-encoded dot-dot", req("GET", "/%252e%252e/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded dot-dot upper case", req("GET", "/%252E%252E/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded slash", req("GET", "/..%252f..%252fbilling-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded backslash", req("GET", "/..%255c..%255Cbilling-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["triple-encoded dot-dot", req("GET", "/%25252e%25252e/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["double-encoded dot spelled with unreserved escapes", req("GET", "/%25%32%65%25%32%65/billing-svc/x", [auth()]), [refused(400, "double-encoded dot, slash or backslash in path")]],
+  ["encoded percent signs pass", req("GET", "/100%25/%2541?next=%252e%252e", [auth()]), [forward("GET", "/orders-svc/100%25/%2541?next=%252e%252e")]],
   ["encoded NUL", req("GET", "/a%00.json", [auth()]), [refused(400, "control or non-ASCII byte in request target")]],
   [
     "fragment cut off",
@@ -194,6 +210,25 @@ const CASES = [
     req("POST", "/x", [auth(), "Transfer-Encoding: chunked, identity"], { body: "0\r\n\r\n" }),
     [{ any_of: [refused(400, "transfer-encoding must be chunked", { front_end: true }), { front_end: true }], why: "RFC 9112 section 6.1: a server answers a transfer coding it does not implement with 501, as Envoy does before any filter runs" }],
   ],
+  // Repeated Authorization fields, one of them empty: a module that sees
+  // both refuses the pair; a front end that folds them into one field hands
+  // it a single valid token. Each host's outcome is pinned (the folding
+  // happens before any code of ours runs), and each is safe: the token
+  // verified, and the upstream receives no Authorization.
+  [
+    "a valid Authorization beside an empty one",
+    req("GET", "/x", [auth(), "Authorization:"]),
+    [{ hosts: { module: refused(400, "more than one authorization header"), "host-sim": refused(400, "more than one authorization header"), workerd: refused(400, "malformed authorization header"), envoy: forward("GET", "/orders-svc/x") }, why: AUTHORIZATION_FOLDED }],
+  ],
+  [
+    "an empty Authorization before a valid one",
+    req("GET", "/x", ["Authorization:", auth()]),
+    [{ hosts: { module: refused(400, "more than one authorization header"), "host-sim": refused(400, "more than one authorization header"), workerd: forward("GET", "/orders-svc/x"), envoy: forward("GET", "/orders-svc/x") }, why: AUTHORIZATION_FOLDED }],
+  ],
+  // The control: an ordinary field repeated with an empty value reaches the
+  // upstream as sent on every host, so what folds the pair above is how a
+  // front end treats Authorization, not empty values as such.
+  ["an ordinary field repeated with an empty value passes as sent", req("GET", "/x", [auth(), "X-Probe: 1", "X-Probe:", "X-Probe: 2"]), [forward("GET", "/orders-svc/x", { extra: [["x-probe", "1"], ["x-probe", ""], ["x-probe", "2"]] })]],
   ["body on a refused request", req("POST", "/x", ["Content-Length: 5"], { body: "hello" }), [refused(401, "bearer token required")]],
   [
     "pipelined: a forward, then a climb",

@@ -165,9 +165,11 @@ function outcomeOf(response) {
   return { status: response.status, reason };
 }
 
-/** Whether `got` is the stated outcome (or one of its choices). */
-function matches(expected, got) {
-  if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got));
+/** Whether `got`, from `host` (a key of HOSTS), is the stated outcome (or one of its choices). */
+function matches(expected, got, host) {
+  if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got, host));
+  // Pinned per host: every host must be listed, so a new one states its own.
+  if (expected.hosts) return host in expected.hosts && matches(expected.hosts[host], got, host);
   // The attack corpus: refused with the module's status and reason.
   if (expected.refused) {
     return !got.upstream && got.status === expected.refused.status && got.reason === expected.refused.reason;
@@ -190,9 +192,9 @@ function matches(expected, got) {
 
 /**
  * One host under `title`: a recorder and the gateway `start` makes to
- * forward to it, then `check(c, gateway, recorder)` for each case.
+ * forward to it, then `check(c, gateway, recorder, host)` for each case.
  */
-function describeHost(title, start, cases, timeout, check) {
+function describeHost(title, host, start, cases, timeout, check) {
   describe(title, { timeout }, () => {
     let recorder;
     let gateway;
@@ -204,18 +206,18 @@ function describeHost(title, start, cases, timeout, check) {
       await gateway?.proc.stop();
       await recorder?.close();
     });
-    for (const c of cases) test(c.name, () => check(c, gateway, recorder));
+    for (const c of cases) test(c.name, () => check(c, gateway, recorder, host));
   });
 }
 
 /** The forwarding corpus: every response, and every forward, as the corpus states. */
-async function checkForwarding(c, gateway, recorder) {
+async function checkForwarding(c, gateway, recorder, host) {
   const seen = recorder.received.length;
   const responses = await exchange(gateway.port, c.request, c.expect.length);
   const got = responses.map(outcomeOf);
   assert.equal(got.length, c.expect.length, `responses: ${JSON.stringify(got)}`);
   c.expect.forEach((expected, i) =>
-    assert.ok(matches(expected, got[i]), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
+    assert.ok(matches(expected, got[i], host), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
   );
   // Nothing reaches the upstream but the forwards the corpus states.
   const forwards = got.filter((g) => g.upstream).length;
@@ -232,13 +234,13 @@ async function checkForwarding(c, gateway, recorder) {
  * the host does not take as HTTP/1), or forwarded only when it carries a
  * valid token. Nothing unauthorised reaches the upstream.
  */
-async function checkAttack(c, gateway, recorder) {
+async function checkAttack(c, gateway, recorder, host) {
   const seen = recorder.received.length;
   const responses = await exchange(gateway.port, c.request, 1, 5000).catch((e) => (c.front_end ? [] : Promise.reject(e)));
   const got = responses.map(outcomeOf)[0];
   const forwards = recorder.received.length - seen;
   if (!c.front_end) {
-    assert.ok(got && matches(c.expect[0], got), `expected ${JSON.stringify(c.expect[0])}\n  got      ${JSON.stringify(got)}`);
+    assert.ok(got && matches(c.expect[0], got, host), `expected ${JSON.stringify(c.expect[0])}\n  got      ${JSON.stringify(got)}`);
     assert.equal(forwards, got.upstream ? 1 : 0, "requests the upstream received");
   } else if (forwards > 0 || got?.upstream) {
     assert.ok(c.front_end.valid_token, `forwarded without a valid token: ${JSON.stringify(got)}`);
@@ -249,14 +251,15 @@ async function checkAttack(c, gateway, recorder) {
 
 const overrides = (recorder) => ORIGINS.map((o) => [o, recorder.addresses[o]]);
 
-/** Each host, started to forward to `recorder`, when it is there to run. */
+/** Each host (its title, its key in a corpus's `hosts` outcomes), started to forward to `recorder`, when it is there to run. */
 const HOSTS = [
-  ["workerd", (recorder) => startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM)],
+  ["workerd", "workerd", (recorder) => startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM)],
 ];
 // Required in `make test` (REQUIRE_HOST_SIM=1); skipped elsewhere when host-sim is not built.
 if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
   HOSTS.push([
     "host-sim serve",
+    "host-sim",
     (recorder) =>
       startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, FIXTURE_WASM),
   ]);
@@ -266,10 +269,10 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
 // before any filter runs; the core refuses a comma in a host, so the pair
 // is still a 400.
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
-  HOSTS.push(["envoy + gateway filter", (recorder) => startEnvoyFilter(overrides(recorder))]);
+  HOSTS.push(["envoy + gateway filter", "envoy", (recorder) => startEnvoyFilter(overrides(recorder))]);
 }
 
-for (const [name, start] of HOSTS) {
-  describeHost(`forwarding conformance: ${name}`, start, CASES, 180000, checkForwarding);
-  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, start, ATTACKS, 600000, checkAttack);
+for (const [name, host, start] of HOSTS) {
+  describeHost(`forwarding conformance: ${name}`, host, start, CASES, 180000, checkForwarding);
+  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, host, start, ATTACKS, 600000, checkAttack);
 }

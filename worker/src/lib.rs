@@ -14,7 +14,7 @@
 //! | cors | `http::cors` | a browser's origin, and its preflight answered |
 //! | rule | `policy` | the first rule for the method and path: public, token (with requirements), deny |
 //! | token | `http::tokens` | the one token: `Authorization: Bearer`, a cookie or a header |
-//! | split, header, verify | `jose::{jws, header, signature}` | compact JWS, canonical base64url; key by `kid` within the token's issuer, `alg` exactly that key's; the signature; [`cache`] remembers verified tokens per instance |
+//! | split, header, verify | `jose::{jws, header, signature}` | compact JWS, canonical base64url; header member names decoded as the claims'; key by `kid` within the token's issuer, `alg` exactly that key's; the signature; [`cache`] remembers verified tokens per instance |
 //! | claims | `jose::claims` | strict JSON; `exp`/`nbf`/`iat`, `iss`, `aud` (the route), `sub`, the claims the policy reads |
 //! | requirements | `policy::requirements` | scopes, roles, claim values: 403 `insufficient_scope` |
 //! | forward | `http::forward` | the upstream request: origin, path, fields dropped and set, claims as headers, the response's CORS fields |

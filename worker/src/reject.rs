@@ -134,6 +134,9 @@ rejections! {
     /// A `.` or `..` segment with `;` parameters, which some servers read as
     /// a dot segment (`/..;/`).
     DotSegmentParameters => (400, REQUEST, "dot segment with parameters"),
+    /// `%25` followed by an encoded `.`, `/` or `\` in the path (`%252e`,
+    /// `%252F`): a server that decodes twice reads a dot or a separator.
+    DoubleEncodedPath => (400, REQUEST, "double-encoded dot, slash or backslash in path"),
     /// The normalized target is longer than the gateway forwards.
     TargetTooLong => (414, REQUEST, "request target too long"),
     /// No `Authorization` header.
@@ -256,6 +259,12 @@ mod tests {
         (Rejection::EncodedSlash, 400, "invalid_request", "encoded slash or backslash in path"),
         (Rejection::PathAboveRoot, 400, "invalid_request", "path climbs above its root"),
         (Rejection::DotSegmentParameters, 400, "invalid_request", "dot segment with parameters"),
+        (
+            Rejection::DoubleEncodedPath,
+            400,
+            "invalid_request",
+            "double-encoded dot, slash or backslash in path",
+        ),
         (Rejection::TargetTooLong, 414, "invalid_request", "request target too long"),
         (Rejection::MissingAuthorization, 401, "", "bearer token required"),
         (Rejection::UnsupportedScheme, 401, "", "authorization scheme must be Bearer"),

@@ -35,9 +35,12 @@ const PRIVATE_KEYS = {
   "ed-8037": "eddsa-rfc8037.key.pem",
 };
 
-/** A compact JWS: RS256 as PKCS#1 v1.5, ES256 as JOSE r || s (IEEE P1363), EdDSA as R || S. */
-function mint(alg, kid, claims) {
-  const input = Buffer.from(`${b64url(JSON.stringify({ alg, kid }))}.${b64url(JSON.stringify(claims))}`);
+/**
+ * A compact JWS: RS256 as PKCS#1 v1.5, ES256 as JOSE r || s (IEEE P1363), EdDSA as R || S.
+ * `header` is the JOSE header's JSON text, as written.
+ */
+function mint(alg, kid, claims, header = JSON.stringify({ alg, kid })) {
+  const input = Buffer.from(`${b64url(header)}.${b64url(JSON.stringify(claims))}`);
   const privateKey = key(PRIVATE_KEYS[kid]);
   const signature =
     alg === "EdDSA"
@@ -73,6 +76,18 @@ for (const [alg, kid] of [["RS256", "rsa-a2"], ["RS256", "rsa-3072"], ["ES256", 
   const [, payload, signature] = token.split(".");
   const confused = `${b64url(JSON.stringify({ alg: "HS256", kid }))}.${payload}.${signature.slice(0, 43)}`;
   CASES.push({ name: `HS256 naming the ${alg} key ${kid}`, token: confused, status: 401, reason: "alg not accepted for this key" });
+  // Header member names spelled with escapes are the members they spell
+  // (RFC 8259 section 7): escaped crit, and escaped duplicates, are refused.
+  for (const [what, header, reason] of [
+    ["an escaped crit", `{"alg":"${alg}","kid":"${kid}","\\u0063rit":["exp"]}`, "crit header not supported"],
+    ["an escaped alg none beside alg", `{"alg":"${alg}","kid":"${kid}","\\u0061lg":"none"}`, "malformed token header"],
+    ["an escaped typ", `{"alg":"${alg}","kid":"${kid}","\\u0074yp":"JOSE+JSON"}`, "typ must be JWT or at+jwt"],
+    ["an escaped kid beside kid", `{"alg":"${alg}","kid":"${kid}","\\u006bid":"${kid}"}`, "malformed token header"],
+  ]) {
+    CASES.push({ name: `${alg} (${kid}) with ${what}`, token: mint(alg, kid, claims, header), status: 401, reason });
+  }
+  const escapedNames = mint(alg, kid, claims, `{"\\u0061lg":"${alg}","\\u006bid":"${kid}"}`);
+  CASES.push({ name: `${alg} (${kid}) with alg and kid names escaped, forwarded`, token: escapedNames, status: 200, subject: null });
 }
 
 const hostSimHelp = hostSimServeHelp();

@@ -13,7 +13,10 @@
 //!   (RFC 3986 section 6.2.2.2), so `%2e%2e` is a dot segment like `..`;
 //!   other escapes are kept, with upper-case hex digits.
 //! - `%2F`, `%5C` and a raw `\` are refused: some servers read them as
-//!   separators, some do not.
+//!   separators, some do not. So is `%25` followed by an encoded `.`, `/` or
+//!   `\` (`%252e`, `%252F`, `%255c`, `%25252e`, in the path as forwarded):
+//!   an upstream, or a framework before it, that decodes twice would read a
+//!   dot segment or a separator there.
 //! - Dot segments are removed (RFC 3986 section 5.2.4); a `..` that would
 //!   climb above the root is refused, not clamped, and so is a `.` or `..`
 //!   segment with `;` parameters (`/..;/`, which Tomcat reads as `/../`).
@@ -123,6 +126,9 @@ fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
         out.push(b'/')?;
         write_segment(segment, out)?;
         let written = &out.buf[start + 1..out.len];
+        if double_encoded(written) {
+            return Err(Rejection::DoubleEncodedPath);
+        }
         let (is_dot, is_dot_dot) = (written == b".", written == b"..");
         if !is_dot && !is_dot_dot && matches!(dot_segment_name(written), b"." | b"..") {
             return Err(Rejection::DotSegmentParameters);
@@ -139,6 +145,19 @@ fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
         out.push(b'/')?;
     }
     Ok(())
+}
+
+/// True when the normalized `segment` holds `%25` followed by an encoded
+/// `.`, `/` or `\` in any case, with any number of further `25` between
+/// (`%252e`, `%25252F`): decoded twice (or more), a dot or a separator.
+fn double_encoded(segment: &[u8]) -> bool {
+    (0..segment.len()).any(|at| {
+        let Some(mut rest) = segment[at..].strip_prefix(b"%25") else { return false };
+        while let Some(after) = rest.strip_prefix(b"25") {
+            rest = after;
+        }
+        matches!(rest, [b'2', b'e' | b'E' | b'f' | b'F', ..] | [b'5', b'c' | b'C', ..])
+    })
 }
 
 /// The part of a normalized segment before its `;` parameters (raw or
@@ -290,6 +309,19 @@ mod tests {
         dot_dot_with_encoded_semicolon: "/..%3b/x" => Err(Rejection::DotSegmentParameters);
         parameters_elsewhere_kept: "/a;v=1/b" => Ok("/a;v=1/b");
         dots_in_names_kept: "/a/..b/.c/b.." => Ok("/a/..b/.c/b..");
+        // `%25` then an encoded dot, slash or backslash: decoded twice, a
+        // dot segment or a separator. Refused in any case, however deep.
+        double_encoded_dots: "/%252e%252e/billing-svc/x" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_dot_upper: "/a/%252E" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_slash: "/a%252fb" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_slash_upper: "/..%252F..%252Fbilling-svc" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_backslash: "/..%255cbilling-svc" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_backslash_upper: "/a%255C" => Err(Rejection::DoubleEncodedPath);
+        triple_encoded_dot: "/%25252e%25252e/x" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_dot_spelled_with_unreserved_escapes: "/%25%32%65%25%32%45/x" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_in_the_last_segment: "/a/b%252e" => Err(Rejection::DoubleEncodedPath);
+        encoded_percent_kept: "/100%25/%25/%2541/%252x/%25%41" => Ok("/100%25/%25/%2541/%252x/%25A");
+        double_encoded_in_the_query_kept: "/a?next=%252e%252e%252fbilling" => Ok("/a?next=%252e%252e%252fbilling");
         unreserved_escapes_decoded: "/%41%7e%2D" => Ok("/A~-");
         other_escapes_upper_cased: "/a%20b%c3%a9" => Ok("/a%20b%C3%A9");
         encoded_nul: "/a%00b" => Err(Rejection::ControlInTarget);
@@ -343,7 +375,7 @@ mod tests {
     fn no_output_climbs_or_keeps_a_dot_segment() {
         // A small exhaustive sweep: every path of up to four segments drawn
         // from a hostile alphabet either is refused or is normalized.
-        let pieces = ["", ".", "..", "%2e", "%2E%2e", "a", "..;", "b%2f", ".a"];
+        let pieces = ["", ".", "..", "%2e", "%2E%2e", "a", "..;", "b%2f", ".a", "%252e", "%25"];
         let mut count = 0;
         let mut path = std::string::String::new();
         let mut stack = std::vec![(0usize, std::string::String::new())];
@@ -355,6 +387,7 @@ mod tests {
                 for segment in out.split('/') {
                     assert!(!matches!(segment, "." | ".."), "{path} -> {out}");
                 }
+                assert!(!out.to_ascii_lowercase().contains("%252e"), "{path} -> {out}");
             }
             if depth < 4 {
                 for piece in pieces {

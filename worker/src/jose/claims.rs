@@ -51,6 +51,10 @@ pub const MAX_POLICY_CLAIMS: usize = 16;
 /// The longest claim name the policy may read, in bytes (the config refuses longer).
 pub const MAX_CLAIM_NAME: usize = 64;
 
+/// The buffer a member name is decoded into: the longest name read (`exp`,
+/// `aud`, ... or a claim the policy reads).
+const NAME_BUFFER: usize = if cfg!(policy_claims) { MAX_CLAIM_NAME } else { 3 };
+
 /// What an accepted token establishes: where it may go, who it speaks for,
 /// and the claims the policy reads.
 #[derive(Debug, Clone, Copy)]
@@ -198,7 +202,7 @@ fn read<'c, 'a>(
     reader.skip_whitespace();
     let mut more = reader.open(b'{', b'}').ok_or(MALFORMED)?;
     while more {
-        let mut buf = [0u8; MAX_CLAIM_NAME];
+        let mut buf = [0u8; NAME_BUFFER];
         let name = json::member_name(reader.name().ok_or(MALFORMED)?, &mut buf);
         let start = reader.position();
         let member = name.and_then(member);

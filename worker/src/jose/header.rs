@@ -13,17 +13,21 @@
 //!
 //! The header is read in one strict pass with [`crate::jose::json::Reader`]: strict
 //! RFC 8259, nested at most 16 deep, unknown members checked and skipped, and
-//! `alg`, `typ`, `kid` and `crit` at most once each. Their strings are read as
-//! written, escapes not decoded, so `"HS\u0032\u0035\u0036"` is not `HS256`
-//! and an escaped `kid` names no key: one spelling per value.
+//! `alg`, `typ`, `kid` and `crit` at most once each. Member names are decoded
+//! before they are compared, by the function the claims use
+//! ([`crate::jose::json::member_name`]), so `"\u0063rit"` is `crit` and `"\u0061lg"`
+//! beside `"alg"` is a duplicate. Values are read as written, escapes not
+//! decoded, so `"HS\u0032\u0035\u0036"` is not `HS256` and an escaped `kid`
+//! names no key: one spelling per value.
 
-use crate::jose::json::Reader;
+use crate::jose::json::{self, Reader};
 use crate::keys::{Alg, VerifyingKey};
 use crate::reject::Rejection;
 
-/// The header members the gateway reads, as written (escapes not decoded,
-/// so an escaped `alg` is never `HS256`). Unknown members are checked as
-/// JSON and skipped; a member read here may appear once.
+/// The header members the gateway reads, their values as written (escapes
+/// not decoded, so an escaped `alg` is never `HS256`). Unknown members are
+/// checked as JSON and skipped; a member read here may appear once, however
+/// its name is spelled.
 #[derive(Default)]
 struct RawHeader<'a> {
     alg: Option<&'a str>,
@@ -42,11 +46,12 @@ fn read(json: &[u8]) -> Option<RawHeader<'_>> {
     reader.skip_whitespace();
     let mut more = reader.open(b'{', b'}')?;
     while more {
-        let (bit, slot) = match reader.name()?.text {
-            "alg" => (1, Some(&mut header.alg)),
-            "typ" => (2, Some(&mut header.typ)),
-            "kid" => (4, Some(&mut header.kid)),
-            "crit" => (8, None),
+        let mut buf = [0u8; json::NAME_BYTES];
+        let (bit, slot) = match json::member_name(reader.name()?, &mut buf) {
+            Some("alg") => (1, Some(&mut header.alg)),
+            Some("typ") => (2, Some(&mut header.typ)),
+            Some("kid") => (4, Some(&mut header.kid)),
+            Some("crit") => (8, None),
             _ => (0, None),
         };
         if seen & bit != 0 {
@@ -154,6 +159,17 @@ mod tests {
         trailing_garbage: r#"{"alg":"HS256","kid":"k1"}x"# => Err(Rejection::MalformedHeader);
         empty: "" => Err(Rejection::MalformedHeader);
         unknown_member_not_json: r#"{"alg":"HS256","kid":"k1","x":1 2 3}"# => Err(Rejection::MalformedHeader);
+        // Member names are decoded before they are compared (RFC 8259
+        // section 7), as the claims reader does: an escaped name is the member.
+        escaped_crit: r#"{"alg":"HS256","\u0063rit":["exp"],"exp":1,"kid":"k1"}"# => Err(Rejection::CriticalHeader);
+        crit_spelled_with_escapes_only: r#"{"alg":"HS256","\u0063\u0072\u0069\u0074":[],"kid":"k1"}"# => Err(Rejection::CriticalHeader);
+        escaped_alg_duplicates_alg: r#"{"alg":"HS256","\u0061lg":"none","kid":"k1"}"# => Err(Rejection::MalformedHeader);
+        escaped_alg_before_alg: r#"{"\u0061lg":"none","alg":"HS256","kid":"k1"}"# => Err(Rejection::MalformedHeader);
+        escaped_typ_is_typ: r#"{"alg":"HS256","\u0074yp":"JOSE+JSON","kid":"k1"}"# => Err(Rejection::UnsupportedType);
+        escaped_kid_duplicates_kid: r#"{"alg":"HS256","kid":"k1","\u006bid":"k2"}"# => Err(Rejection::MalformedHeader);
+        escaped_crit_duplicates_crit: r#"{"alg":"HS256","crit":null,"cri\u0074":null,"kid":"k1"}"# => Err(Rejection::MalformedHeader);
+        escaped_names_are_the_members: r#"{"\u0061lg":"HS256","\u006Bid":"k2","typ\u0000":"x"}"# => Ok("k2");
+        escaped_name_of_another_member: r#"{"alg":"HS256","kid":"k1","\u0061lgx":"none","\ud800":1}"# => Ok("k1");
         too_deep: &std::format!(r#"{{"alg":"HS256","kid":"k1","x":{}{}}}"#, "[".repeat(16), "]".repeat(16)) => Err(Rejection::MalformedHeader);
     }
 
