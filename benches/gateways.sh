@@ -12,6 +12,9 @@
 #   envoy-router      Envoy 1.40 proxying without any token check: the
 #                     baseline that shows what a check costs Envoy (forward
 #                     case only; it would forward the "reject" request too)
+#   workerd-proxy     workerd running a trivial JavaScript fetch proxy
+#                     (benches/peers/workerd-proxy): the baseline that shows
+#                     what the shim costs workerd (forward case only)
 # All of them forward aud "orders" to one upstream, `host-sim upstream`.
 #   forward  a valid token for "orders": verified, forwarded, 200
 #   reject   the same token with another token's signature: the whole
@@ -37,7 +40,7 @@
 #   GATEWAYS_RATES        offered requests per second ("5000 10000 20000")
 #   GATEWAYS_SECONDS      seconds per run (5)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
-#   GATEWAYS              which to run ("host-sim workerd envoy-filter envoy-jwt-authn envoy-router")
+#   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +49,7 @@ source scripts/loopback.sh
 rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
 conns=${GATEWAYS_CONNECTIONS:-32}
-gateways=${GATEWAYS:-host-sim workerd envoy-filter envoy-jwt-authn envoy-router}
+gateways=${GATEWAYS:-host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router}
 oha_version=1.16.0
 results=target/bench-results
 out=$results/gateways.md
@@ -63,6 +66,7 @@ mkdir -p "$results"
 # `make test`, so the features resolve the same and nothing is rebuilt.
 note "building host-sim and the Envoy renderers (release, the workspace's one build)"
 cargo test --workspace --release --no-run --quiet
+cargo build --release --quiet -p gateway-config --bins
 
 # oha, pinned; `cargo install` only when this version is not there yet.
 oha=target/tools/bin/oha
@@ -117,6 +121,11 @@ for gateway in $gateways; do
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
       cmd=("$workerd" serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
+    workerd-proxy)
+      [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
+      export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
+      cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
+      ;;
     envoy-filter | envoy-jwt-authn | envoy-router)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
@@ -145,7 +154,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, workerd, envoy-filter, envoy-jwt-authn, envoy-router)" ;;
+    *) die "unknown gateway $gateway (host-sim, workerd, workerd-proxy, envoy-filter, envoy-jwt-authn, envoy-router)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -153,8 +162,8 @@ PY
   pid_of[$gateway]=$(started_pid)
 done
 
-# The cases a gateway runs: envoy-router checks nothing, so it has no reject.
-cases_of() { [ "$1" = envoy-router ] && echo forward || echo "forward reject"; }
+# The cases a gateway runs: the baselines check nothing, so they have no reject.
+cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] && echo forward || echo "forward reject"; }
 
 # One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
 # An empty rate runs closed loop (as fast as the gateway answers).
@@ -249,6 +258,7 @@ sorted_rows() { # with_rate rows...
     echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g"
   done
   [[ " $gateways " == *" workerd "* ]] && echo "workerd: GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
+  [[ " $gateways " == *" workerd-proxy "* ]] && echo "workerd-proxy: GATEWAY_PEER_UPSTREAM=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" envoy-router "* ]] && echo "envoy-router: the envoy-jwt-authn bootstrap with only the router filter and one route to the upstream"
   echo '```'
   echo
