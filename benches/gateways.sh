@@ -15,6 +15,11 @@
 #   workerd-proxy     workerd running a trivial JavaScript fetch proxy
 #                     (benches/peers/workerd-proxy): the baseline that shows
 #                     what the shim costs workerd (forward case only)
+#   envoy-filter-base, workerd-base
+#                     the filter and the shim of another checkout, named by
+#                     GATEWAYS_BASE (a `git worktree` of an earlier commit,
+#                     built there with `make worker`): before and after in
+#                     one run
 # All of them forward aud "orders" to one upstream, `host-sim upstream`.
 #   forward  a valid token for "orders": verified, forwarded, 200
 #   reject   the same token with another token's signature: the whole
@@ -41,6 +46,7 @@
 #   GATEWAYS_SECONDS      seconds per run (5)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
 #   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
+#   GATEWAYS_BASE         the checkout envoy-filter-base and workerd-base run from
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,17 +127,24 @@ for gateway in $gateways; do
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
       cmd=("$workerd" serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
+    workerd-base)
+      [ -f "${GATEWAYS_BASE:-}/deploy/workerd/config.capnp" ] || die "workerd-base: GATEWAYS_BASE must name a built checkout"
+      export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
+      cmd=("$workerd" serve "$GATEWAYS_BASE/deploy/workerd/config.capnp" --socket-addr "http=127.0.0.1:$p")
+      ;;
     workerd-proxy)
       [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-jwt-authn | envoy-router)
+    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-router)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
-      if [ "$gateway" = envoy-filter ]; then
-        [ -f dist/gateway-envoy.wasm ] || die "dist/gateway-envoy.wasm is missing: run 'make worker'"
-        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$PWD/dist/gateway-envoy.wasm" \
+      if [ "$gateway" = envoy-filter ] || [ "$gateway" = envoy-filter-base ]; then
+        module=$PWD/dist/gateway-envoy.wasm
+        [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
+        [ -f "$module" ] || die "$module is missing: run 'make worker' (in GATEWAYS_BASE for the base)"
+        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$module" \
           --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
       else
         target/release/envoy-jwt-authn --listen "127.0.0.1:$p" \
@@ -154,7 +167,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, workerd, workerd-proxy, envoy-filter, envoy-jwt-authn, envoy-router)" ;;
+    *) die "unknown gateway $gateway (host-sim, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-router)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -255,7 +268,7 @@ sorted_rows() { # with_rate rows...
   echo "closed loop: the same without --latency-correction -q RATE"
   echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"
   for gateway in $gateways; do
-    echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g"
+    echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g${GATEWAYS_BASE:+; s#$GATEWAYS_BASE#\$GATEWAYS_BASE#g}"
   done
   [[ " $gateways " == *" workerd "* ]] && echo "workerd: GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" workerd-proxy "* ]] && echo "workerd-proxy: GATEWAY_PEER_UPSTREAM=http://127.0.0.1:UPSTREAM"
