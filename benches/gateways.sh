@@ -12,6 +12,14 @@
 #   envoy-router      Envoy 1.40 proxying without any token check: the
 #                     baseline that shows what a check costs Envoy (forward
 #                     case only; it would forward the "reject" request too)
+#   workerd-proxy     workerd running a trivial JavaScript fetch proxy
+#                     (benches/peers/workerd-proxy): the baseline that shows
+#                     what the shim costs workerd (forward case only)
+#   envoy-filter-base, workerd-base
+#                     the filter and the shim of another checkout, named by
+#                     GATEWAYS_BASE (a `git worktree` of an earlier commit,
+#                     built there with `make worker`): before and after in
+#                     one run
 # All of them forward aud "orders" to one upstream, `host-sim upstream`.
 #   forward  a valid token for "orders": verified, forwarded, 200
 #   reject   the same token with another token's signature: the whole
@@ -37,7 +45,8 @@
 #   GATEWAYS_RATES        offered requests per second ("5000 10000 20000")
 #   GATEWAYS_SECONDS      seconds per run (5)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
-#   GATEWAYS              which to run ("host-sim workerd envoy-filter envoy-jwt-authn envoy-router")
+#   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
+#   GATEWAYS_BASE         the checkout envoy-filter-base and workerd-base run from
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +55,7 @@ source scripts/loopback.sh
 rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
 conns=${GATEWAYS_CONNECTIONS:-32}
-gateways=${GATEWAYS:-host-sim workerd envoy-filter envoy-jwt-authn envoy-router}
+gateways=${GATEWAYS:-host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router}
 oha_version=1.16.0
 results=target/bench-results
 out=$results/gateways.md
@@ -63,6 +72,7 @@ mkdir -p "$results"
 # `make test`, so the features resolve the same and nothing is rebuilt.
 note "building host-sim and the Envoy renderers (release, the workspace's one build)"
 cargo test --workspace --release --no-run --quiet
+cargo build --release --quiet -p gateway-config --bins
 
 # oha, pinned; `cargo install` only when this version is not there yet.
 oha=target/tools/bin/oha
@@ -117,12 +127,24 @@ for gateway in $gateways; do
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
       cmd=("$workerd" serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-jwt-authn | envoy-router)
+    workerd-base)
+      [ -f "${GATEWAYS_BASE:-}/deploy/workerd/config.capnp" ] || die "workerd-base: GATEWAYS_BASE must name a built checkout"
+      export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
+      cmd=("$workerd" serve "$GATEWAYS_BASE/deploy/workerd/config.capnp" --socket-addr "http=127.0.0.1:$p")
+      ;;
+    workerd-proxy)
+      [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
+      export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
+      cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
+      ;;
+    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-router)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
-      if [ "$gateway" = envoy-filter ]; then
-        [ -f dist/gateway-envoy.wasm ] || die "dist/gateway-envoy.wasm is missing: run 'make worker'"
-        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$PWD/dist/gateway-envoy.wasm" \
+      if [ "$gateway" = envoy-filter ] || [ "$gateway" = envoy-filter-base ]; then
+        module=$PWD/dist/gateway-envoy.wasm
+        [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
+        [ -f "$module" ] || die "$module is missing: run 'make worker' (in GATEWAYS_BASE for the base)"
+        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$module" \
           --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
       else
         target/release/envoy-jwt-authn --listen "127.0.0.1:$p" \
@@ -145,7 +167,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, workerd, envoy-filter, envoy-jwt-authn, envoy-router)" ;;
+    *) die "unknown gateway $gateway (host-sim, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-router)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -153,8 +175,8 @@ PY
   pid_of[$gateway]=$(started_pid)
 done
 
-# The cases a gateway runs: envoy-router checks nothing, so it has no reject.
-cases_of() { [ "$1" = envoy-router ] && echo forward || echo "forward reject"; }
+# The cases a gateway runs: the baselines check nothing, so they have no reject.
+cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] && echo forward || echo "forward reject"; }
 
 # One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
 # An empty rate runs closed loop (as fast as the gateway answers).
@@ -246,9 +268,10 @@ sorted_rows() { # with_rate rows...
   echo "closed loop: the same without --latency-correction -q RATE"
   echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"
   for gateway in $gateways; do
-    echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g"
+    echo "$gateway: ${commands[$gateway]}" | sed "s/127\.0\.0\.1:${port[$gateway]}/127.0.0.1:PORT/g; s/127\.0\.0\.1:$up_port/127.0.0.1:UPSTREAM/g; s#$PWD/##g${GATEWAYS_BASE:+; s#$GATEWAYS_BASE#\$GATEWAYS_BASE#g}"
   done
   [[ " $gateways " == *" workerd "* ]] && echo "workerd: GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
+  [[ " $gateways " == *" workerd-proxy "* ]] && echo "workerd-proxy: GATEWAY_PEER_UPSTREAM=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" envoy-router "* ]] && echo "envoy-router: the envoy-jwt-authn bootstrap with only the router filter and one route to the upstream"
   echo '```'
   echo

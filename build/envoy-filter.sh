@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # Builds dist/gateway-envoy.wasm: the gateway core as an Envoy proxy-wasm
 # filter (deploy/envoy/filter), with the same config compiled in as
-# dist/gateway.wasm, trimmed with wasm-opt -Oz. Prints its size.
+# dist/gateway.wasm, at opt-level 3, its exports cut to the callbacks it
+# uses, trimmed with wasm-opt -Oz. Prints its size.
 #
 # Environment:
 #   GATEWAY_CONFIG  the gateway config to compile in (default: gateway.toml)
 #   WASM_OUT        where to write the filter (default: dist/gateway-envoy.wasm)
 #   WORKER_FEATURES the algorithms beside HS256 (rs256, es256, eddsa), as for build/worker.sh
+#   ENVOY_FILTER_PROFILE  the cargo profile (default wasm-speed, opt-level 3:
+#                   HMAC runs faster in Envoy's V8; "wasm" is the worker's
+#                   opt-level z, 23 KB smaller; docs/PERFORMANCE.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-raw=target/wasm32-unknown-unknown/wasm/gateway_envoy_filter.wasm
+profile=${ENVOY_FILTER_PROFILE:-wasm-speed}
+raw=target/wasm32-unknown-unknown/$profile/gateway_envoy_filter.wasm
 out=${WASM_OUT:-dist/gateway-envoy.wasm}
 wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || { echo "error: $wasm_opt is missing; run 'make setup' (it runs npm ci)" >&2; exit 1; }
 
 export GATEWAY_CONFIG="${GATEWAY_CONFIG:-gateway.toml}"
-echo "==> cargo rustc -p gateway-envoy-filter --profile wasm (proxy-wasm 0.2, config $GATEWAY_CONFIG)"
+echo "==> cargo rustc -p gateway-envoy-filter --profile $profile (proxy-wasm 0.2, config $GATEWAY_CONFIG)"
 features=${WORKER_FEATURES:-}
 # A 256 KiB stack instead of the core module's 32 KiB: the filter adds the
 # SDK's and std's frames to the request path, and ES256's scalar arithmetic
 # overflowed 32 KiB (a trap, answered 503: closed, but every ES256 token
 # refused). The stack is per VM, not per request. These flags come after
 # .cargo/config.toml's, so this stack size wins.
-cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile wasm --quiet \
+cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile "$profile" --quiet \
   ${features:+--features "$features"} \
   --config 'target.wasm32-unknown-unknown.rustflags=["-C", "link-arg=-zstack-size=262144"]'
 
@@ -31,5 +36,12 @@ mkdir -p "$(dirname "$out")"
 # The features rustc enables by default for wasm32-unknown-unknown; Envoy's V8 supports them.
 features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
-"$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$raw" -o "$out"
+# Only the callbacks the filter uses stay exported (deploy/envoy/filter/exports.json):
+# the SDK exports every proxy_on_* callback, and Envoy calls each one the
+# module exports (response body, log, done: three calls into the VM per
+# request that do nothing here) and skips the ones it does not.
+kept=$(mktemp)
+trap 'rm -f "$kept"' EXIT
+node_modules/.bin/wasm-metadce "${features[@]}" -f deploy/envoy/filter/exports.json "$raw" -o "$kept" >/dev/null
+"$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$kept" -o "$out"
 echo "==> $out: $(stat -c %s "$out") bytes after wasm-opt -Oz ($(stat -c %s "$raw") before)"

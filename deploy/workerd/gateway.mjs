@@ -13,6 +13,7 @@ export const ABI_VERSION = 3;
 
 const JSON_TYPE = "application/json";
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 /** A JSON answer the host itself makes (the module is not involved). */
 function hostError(status, description) {
@@ -94,12 +95,17 @@ export function contextLine(request) {
   // Not `new URL()`: workerd builds request.url from the Host field, which
   // may not parse (two Host fields joined with ", "); the module judges Host.
   const scheme = request.url.startsWith("https:") ? "https" : "http";
-  let peer = request.cf?.clientIp ?? (request.cf ? request.headers.get("cf-connecting-ip") : null) ?? "";
+  const cf = request.cf;
+  const peer = cf ? cf.clientIp ?? request.headers.get("cf-connecting-ip") ?? "" : "";
+  return `${scheme} ${peerAddress(peer)}\n`;
+}
+
+/** The address in "ip", "ip:port" or "[ipv6]:port", or "unknown". */
+function peerAddress(peer) {
   const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(peer);
-  const v6WithPort = /^\[([0-9a-fA-F:.]+)\]:\d+$/.exec(peer);
-  peer = v4WithPort?.[1] ?? v6WithPort?.[1] ?? peer;
-  if (!/^[0-9a-fA-F:.]{2,45}$/.test(peer)) peer = "unknown";
-  return `${scheme} ${peer}\n`;
+  const v6WithPort = v4WithPort ? null : /^\[([0-9a-fA-F:.]+)\]:\d+$/.exec(peer);
+  const address = v4WithPort?.[1] ?? v6WithPort?.[1] ?? peer;
+  return /^[0-9a-fA-F:.]{2,45}$/.test(address) ? address : "unknown";
 }
 
 /** One instance of the module, with the addresses it reported once. */
@@ -115,17 +121,32 @@ class ModuleInstance {
     this.memory = e.memory;
     this.inputPtr = e.input_ptr() >>> 0;
     this.inputCapacity = e.input_capacity() >>> 0;
+    // The input buffer as a view, made once (the module never grows its
+    // memory; a grown memory detaches the view, which is then made again).
+    this.input = new Uint8Array(this.memory.buffer, this.inputPtr, this.inputCapacity);
   }
 
-  /** Decides one request (context line and head, a string) at Unix time `now` (seconds). */
+  /**
+   * Decides one request (context line and head, a string) at Unix time
+   * `now` (seconds): its status and its output as text.
+   */
   decide(input, now) {
-    const bytes = encoder.encode(input);
-    if (bytes.length <= this.inputCapacity) {
-      new Uint8Array(this.memory.buffer, this.inputPtr, bytes.length).set(bytes);
+    if (this.input.byteLength === 0) {
+      this.input = new Uint8Array(this.memory.buffer, this.inputPtr, this.inputCapacity);
     }
-    // An input longer than the buffer: nothing written, the true length passed (431).
-    const status = this.exports.handle(bytes.length, now) >>> 0;
-    return { status, fields: this.output().split("\n") };
+    let len;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: an input of at most a
+    // third of the buffer is encoded straight into it.
+    if (input.length * 3 <= this.inputCapacity) {
+      len = encoder.encodeInto(input, this.input).written;
+    } else {
+      const bytes = encoder.encode(input);
+      len = bytes.length;
+      // An input longer than the buffer: nothing written, the true length passed (431).
+      if (len <= this.inputCapacity) this.input.set(bytes);
+    }
+    const status = this.exports.handle(len, now) >>> 0;
+    return { status, output: this.output() };
   }
 
   /** The module's route table: [audience, upstream URL] pairs. */
@@ -139,7 +160,7 @@ class ModuleInstance {
   output() {
     const ptr = this.exports.output_ptr() >>> 0;
     const len = this.exports.output_len() >>> 0;
-    return new TextDecoder().decode(new Uint8Array(this.memory.buffer, ptr, len));
+    return decoder.decode(new Uint8Array(this.memory.buffer, ptr, len));
   }
 }
 
@@ -174,13 +195,17 @@ export class Gateway {
     return this.routeTable;
   }
 
-  /** Answers one request: the module's rejection, or the upstream's response. */
-  async fetch(request) {
+  /**
+   * Answers one request: the module's rejection (a Response), or a promise
+   * of the upstream's response. Not async: a rejection is answered without
+   * a promise of its own.
+   */
+  fetch(request) {
     let decision;
     try {
       this.instance ??= this.instantiate();
-      const { status, fields } = this.instance.decide(contextLine(request) + requestHead(request), this.now());
-      decision = readDecision(status, fields);
+      const { status, output } = this.instance.decide(contextLine(request) + requestHead(request), this.now());
+      decision = readOutput(status, output);
     } catch (error) {
       // A trap is a bug in the module (ABI.md: it never traps): drop the
       // instance, make a fresh one for the next request, answer 500.
@@ -204,7 +229,7 @@ export class Gateway {
    * Sends the request upstream exactly as `plan` says, the body streamed,
    * and changes the upstream's response as it says.
    */
-  async forward(request, plan) {
+  forward(request, plan) {
     const origin = this.upstreamOverride.get(plan.origin) ?? plan.origin;
     const headers = new Headers(request.headers);
     try {
@@ -220,18 +245,23 @@ export class Gateway {
       init.body = request.body; // streamed, never buffered
       init.duplex = "half";
     }
-    let response;
-    try {
-      response = await fetch(origin + plan.path, init);
-    } catch (error) {
+    const unavailable = (error) => {
       console.error(`gateway: upstream ${origin} unavailable: ${error}`);
       return hostError(502, "upstream unavailable");
+    };
+    let sent;
+    try {
+      sent = fetch(origin + plan.path, init);
+    } catch (error) {
+      return unavailable(error);
     }
-    if (plan.responseDrop.length === 0 && plan.responseAdd.length === 0) return response;
-    const changed = new Headers(response.headers);
-    for (const name of plan.responseDrop) changed.delete(name);
-    for (const [name, value] of plan.responseAdd) changed.append(name, value);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: changed });
+    return sent.then((response) => {
+      if (plan.responseDrop.length === 0 && plan.responseAdd.length === 0) return response;
+      const changed = new Headers(response.headers);
+      for (const name of plan.responseDrop) changed.delete(name);
+      for (const [name, value] of plan.responseAdd) changed.append(name, value);
+      return new Response(response.body, { status: response.status, statusText: response.statusText, headers: changed });
+    }, unavailable);
   }
 }
 
@@ -264,8 +294,13 @@ function readField(text) {
  * the format (the host then answers 500 and executes nothing).
  */
 export function readDecision(status, lines) {
-  const text = lines.join("\n");
+  return readOutput(status, lines.join("\n"));
+}
+
+/** The decision in the module's output `text`, as `readDecision` reads it. */
+function readOutput(status, text) {
   if (!TEXT.test(text) || !Number.isInteger(status)) return null;
+  const lines = text.split("\n");
   if (status === 200) return readForward(lines);
   if (status === 500 && text === "") {
     return { answer: { status, error: "", reason: "gateway module failed", fields: [["content-type", JSON_TYPE]], body: JSON.stringify({ error_description: "gateway module failed" }) } };
@@ -293,10 +328,10 @@ function readForward(lines) {
     const rest = op.slice(1);
     if ((marker === "-" || marker === "!") && NAME.test(rest)) {
       (marker === "-" ? plan.drop : plan.responseDrop).push(rest);
-    } else if ((marker === "+" || marker === ">") && readField(rest) !== null) {
-      (marker === "+" ? plan.set : plan.responseAdd).push(readField(rest));
     } else {
-      return null;
+      const field = marker === "+" || marker === ">" ? readField(rest) : null;
+      if (field === null) return null;
+      (marker === "+" ? plan.set : plan.responseAdd).push(field);
     }
   }
   return { forward: plan };

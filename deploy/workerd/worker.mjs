@@ -17,7 +17,7 @@ export default {
    * one; the local config reads it from the GATEWAY_UPSTREAM_OVERRIDE
    * environment variable. Unset in production.
    */
-  async fetch(request, env) {
+  fetch(request, env) {
     const text = env.UPSTREAM_OVERRIDE ?? "";
     if (text !== overrideText) {
       gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());

@@ -3,19 +3,27 @@
 //! Output that breaks the format is an error, which the filter answers with
 //! a 500: it never forwards on a decision it cannot read.
 
-pub use contract::{Answer, Decision, DecodeError, Forward};
+pub use contract::{Answer, Decision, DecodeError, Forward, Operation};
 use worker::abi::{Instance, compiled_config};
 
-/// Runs the core on `input` (context line and head) at Unix time `now`, in
-/// `instance`, with the compiled-in config, and reads its decision.
+/// Runs the core on the first `len` bytes of `instance`'s input buffer
+/// (context line and head, written there by the caller; a `len` beyond the
+/// buffer is a head that did not fit, which the core answers 431) at Unix
+/// time `now`, with the compiled-in config, and reads its decision.
+pub fn decide_written(instance: &mut Instance, len: usize, now: f64) -> Result<Decision<'_>, DecodeError> {
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    let status = instance.handle(len, now, compiled_config());
+    Decision::decode(status, instance.output())
+}
+
+/// Copies `input` into `instance`'s input buffer and decides it as
+/// [`decide_written`] does.
 pub fn decide<'a>(instance: &'a mut Instance, input: &[u8], now: f64) -> Result<Decision<'a>, DecodeError> {
     // A head that does not fit is passed by its length only: the core answers 431.
     if let Some(buffer) = instance.input_mut().get_mut(..input.len()) {
         buffer.copy_from_slice(input);
     }
-    let len = u32::try_from(input.len()).unwrap_or(u32::MAX);
-    let status = instance.handle(len, now, compiled_config());
-    Decision::decode(status, instance.output())
+    decide_written(instance, input.len(), now)
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@ use worker::abi::Instance;
 use contract::fields::HostAnswer;
 
 use crate::UPSTREAM_HEADER;
-use crate::decision::{self, Answer, Decision, Forward};
-use crate::input::{self, Scheme};
+use crate::decision::{self, Answer, Decision, Forward, Operation};
+use crate::input::{self, HeaderMap, Scheme};
+use crate::raw;
 
 proxy_wasm::main! {{
     proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root) });
@@ -34,6 +35,9 @@ enum FilterError {
     /// Envoy refused a host call.
     #[error("host call failed: {0:?}")]
     Host(Status),
+    /// Envoy refused a host call made without the SDK: its status code.
+    #[error("host call failed: status {0}")]
+    HostCode(u32),
     /// The header map cannot be written as a request head.
     #[error(transparent)]
     Input(#[from] input::InputError),
@@ -112,15 +116,15 @@ impl HttpContext for Gateway {
 impl Gateway {
     /// Decides the request and carries out the decision.
     fn gate(&mut self) -> Result<Action, FilterError> {
-        let headers = hostcalls::get_map_bytes(MapType::HttpRequestHeaders)?;
+        let headers = raw::request_headers().map_err(FilterError::HostCode)?;
+        let headers = HeaderMap::parse(&headers)?;
         // The connection's facts, never the client's headers: TLS on the
         // downstream connection, and its peer address (with use_remote_address,
         // Envoy does not take it from X-Forwarded-For).
-        let tls = hostcalls::get_property(vec!["connection", "tls_version"])?.is_some_and(|v| !v.is_empty());
-        let scheme = if tls { Scheme::Https } else { Scheme::Http };
-        let source = hostcalls::get_property(vec!["source", "address"])?.unwrap_or_default();
-        let peer = contract::context::peer_of_socket_address(&source);
-        let input = input::request_input(scheme, peer, &headers)?;
+        let tls = raw::property(raw::TLS_VERSION).map_err(FilterError::HostCode)?;
+        let scheme = if tls.is_some_and(|v| !v.is_empty()) { Scheme::Https } else { Scheme::Http };
+        let source = raw::property(raw::SOURCE_ADDRESS).map_err(FilterError::HostCode)?;
+        let peer = source.and_then(|s| contract::context::peer_of_socket_address(&s));
         // A clock that cannot be read is NaN, which the core answers with 500.
         let now = hostcalls::get_current_time()
             .ok()
@@ -128,7 +132,9 @@ impl Gateway {
             .map_or(f64::NAN, |d| d.as_secs_f64());
         INSTANCE.with(|cell| {
             let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
-            match decision::decide(&mut instance, &input, now)? {
+            // The head goes straight into the core's input buffer.
+            let len = input::write_input(scheme, peer, &headers, instance.input_mut())?;
+            match decision::decide_written(&mut instance, len, now)? {
                 Decision::Forward(forward) => self.forward(&forward),
                 Decision::Answer(answer) => answer_with(&answer),
             }
@@ -141,22 +147,29 @@ impl Gateway {
     fn forward(&mut self, forward: &Forward<'_>) -> Result<Action, FilterError> {
         let headers = MapType::HttpRequestHeaders;
         hostcalls::set_map_value(headers, ":path", Some(forward.path))?;
-        for name in forward.request_drops() {
-            hostcalls::remove_map_value(headers, name)?;
+        // Two passes over the plan's lines, not one per kind: the drops and
+        // the response's changes (kept for the response), then the sets,
+        // which ABI.md applies after the drops.
+        for operation in forward.operations() {
+            match operation {
+                Operation::DropRequestField(name) => hostcalls::remove_map_value(headers, name)?,
+                Operation::DropResponseField(name) => self.response_drops.push(name.to_owned()),
+                Operation::AddResponseField(name, value) => {
+                    self.response_adds.push((name.to_owned(), value.to_owned()));
+                }
+                Operation::SetRequestField(..) => {}
+            }
         }
-        for (name, value) in forward.request_sets() {
-            hostcalls::set_map_value(headers, name, Some(value))?;
+        for operation in forward.operations() {
+            if let Operation::SetRequestField(name, value) = operation {
+                hostcalls::set_map_value(headers, name, Some(value))?;
+            }
         }
         hostcalls::set_map_value(headers, UPSTREAM_HEADER, Some(forward.origin))?;
-        self.response_drops = forward.response_drops().map(str::to_owned).collect();
-        self.response_adds = forward.response_adds().map(|(n, v)| (n.to_owned(), v.to_owned())).collect();
-        // The route was chosen before this filter ran; choose again with the
-        // new header. Envoy also clears it on header edits; the call makes it
-        // explicit, and a host without the function has nothing to clear.
-        match hostcalls::call_foreign_function("clear_route_cache", None) {
-            Ok(_) | Err(Status::NotFound) => Ok(Action::Continue),
-            Err(status) => Err(FilterError::Host(status)),
-        }
+        // The route was chosen before this filter ran; Envoy clears it on
+        // every change this filter makes to the request's fields, so the
+        // router chooses again with the new header.
+        Ok(Action::Continue)
     }
 }
 

@@ -3,6 +3,10 @@
 //! back from the header map (`ABI.md`: "a host whose HTTP stack does not
 //! keep the raw head rebuilds it from the parsed request, one line per
 //! field, in order"), after the context line.
+//!
+//! The header map is read as Envoy serializes it for a filter (one buffer,
+//! see [`HeaderMap`]) and the input is written straight into the core's
+//! input buffer: no field is copied on its way.
 
 use std::net::IpAddr;
 
@@ -11,6 +15,9 @@ pub use contract::Scheme;
 /// Why a head cannot be rebuilt from the header map.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
+    /// The serialized header map is shorter than its own sizes say.
+    #[error("the header map Envoy returned is malformed")]
+    Malformed,
     /// Envoy gave no `:method`; it always does for an HTTP request.
     #[error("the header map has no :method")]
     NoMethod,
@@ -19,53 +26,149 @@ pub enum InputError {
     NoTarget,
 }
 
-/// The module's input: the context line, then an HTTP/1.1 request head with
-/// the request line from `:method` and `:path` (`:authority` for a request
-/// without a path, such as CONNECT), `Host` from `:authority`, and every
-/// other field in Envoy's order. Pseudo-headers other than those are
-/// Envoy's and not the client's, so they are left out.
-pub fn request_input(
+/// A header map in the proxy-wasm serialization: the number of fields (u32,
+/// little-endian), each field's name and value sizes (two u32), then each
+/// name and value, each followed by a NUL byte. Checked once when read, so
+/// the fields are slices of the one buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderMap<'a> {
+    sizes: &'a [u8],
+    data: &'a [u8],
+}
+
+/// A little-endian u32 at `at`, or `None` past the end.
+fn u32_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let word = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize)
+}
+
+impl<'a> HeaderMap<'a> {
+    /// Reads a serialized map; an empty buffer is an empty map.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, InputError> {
+        if bytes.is_empty() {
+            return Ok(HeaderMap { sizes: &[], data: &[] });
+        }
+        let count = u32_at(bytes, 0).ok_or(InputError::Malformed)?;
+        let table_end = count.checked_mul(8).and_then(|n| n.checked_add(4)).ok_or(InputError::Malformed)?;
+        let sizes = bytes.get(4..table_end).ok_or(InputError::Malformed)?;
+        let data = &bytes[table_end..];
+        let mut need = 0usize;
+        for i in 0..count {
+            let name = u32_at(sizes, i * 8).ok_or(InputError::Malformed)?;
+            let value = u32_at(sizes, i * 8 + 4).ok_or(InputError::Malformed)?;
+            let field = name.checked_add(value).and_then(|n| n.checked_add(2));
+            need = field.and_then(|n| need.checked_add(n)).ok_or(InputError::Malformed)?;
+        }
+        if need > data.len() {
+            return Err(InputError::Malformed);
+        }
+        Ok(HeaderMap { sizes, data })
+    }
+
+    /// The fields as (name, value) byte slices, in Envoy's order.
+    pub fn fields(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let (sizes, data) = (self.sizes, self.data);
+        let mut at = 0usize;
+        // `parse` checked every size and the total: the slices are in range.
+        sizes.chunks_exact(8).map(move |pair| {
+            let name_len = u32_at(pair, 0).unwrap_or(0);
+            let value_len = u32_at(pair, 4).unwrap_or(0);
+            let name = data.get(at..at + name_len).unwrap_or_default();
+            let value_at = at + name_len + 1;
+            let value = data.get(value_at..value_at + value_len).unwrap_or_default();
+            at = value_at + value_len + 1;
+            (name, value)
+        })
+    }
+
+    /// The first value of `name`.
+    fn get(&self, name: &[u8]) -> Option<&'a [u8]> {
+        self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+/// Writes the module's input into `out`: the context line, then an HTTP/1.1
+/// request head with the request line from `:method` and `:path`
+/// (`:authority` for a request without a path, such as CONNECT), `Host` from
+/// `:authority`, and every other field in Envoy's order. Pseudo-headers
+/// other than those are Envoy's and not the client's, so they are left out.
+///
+/// Returns the input's length. An input longer than `out` is not written at
+/// all (`ABI.md`: the true length is passed and the module answers 431).
+pub fn write_input(
     scheme: Scheme,
     peer: Option<IpAddr>,
-    headers: &[(String, Vec<u8>)],
-) -> Result<Vec<u8>, InputError> {
-    let pseudo = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice());
-    let method = pseudo(":method").ok_or(InputError::NoMethod)?;
-    let authority = pseudo(":authority");
-    let target = pseudo(":path").or(authority).ok_or(InputError::NoTarget)?;
+    headers: &HeaderMap<'_>,
+    out: &mut [u8],
+) -> Result<usize, InputError> {
+    let method = headers.get(b":method").ok_or(InputError::NoMethod)?;
+    let authority = headers.get(b":authority");
+    let target = headers.get(b":path").or(authority).ok_or(InputError::NoTarget)?;
     let mut line = [0u8; contract::context::MAX_LINE];
     let line_len = contract::context::write_line(scheme, peer, &mut line);
     let line = &line[..line_len];
-    let size = headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>() + line.len() + 32;
-    let mut input = Vec::with_capacity(size);
+    let fields = || headers.fields().filter(|(n, _)| !n.starts_with(b":"));
+    let len = line.len()
+        + method.len()
+        + target.len()
+        + " ".len()
+        + " HTTP/1.1\r\n".len()
+        + authority.map_or(0, |host| host.len() + "Host: \r\n".len())
+        + fields().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>()
+        + 2;
+    let Some(out) = out.get_mut(..len) else { return Ok(len) };
+    let mut at = 0;
+    let mut put = |part: &[u8]| {
+        out[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    };
     for part in [line, method, b" ", target, b" HTTP/1.1\r\n"] {
-        input.extend_from_slice(part);
+        put(part);
     }
     if let Some(host) = authority {
         for part in [b"Host: ".as_slice(), host, b"\r\n"] {
-            input.extend_from_slice(part);
+            put(part);
         }
     }
-    for (name, value) in headers.iter().filter(|(n, _)| !n.starts_with(':')) {
-        for part in [name.as_bytes(), b": ", value, b"\r\n"] {
-            input.extend_from_slice(part);
+    for (name, value) in fields() {
+        for part in [name, b": ", value, b"\r\n"] {
+            put(part);
         }
     }
-    input.extend_from_slice(b"\r\n");
-    Ok(input)
+    put(b"\r\n");
+    Ok(len)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn map(fields: &[(&str, &str)]) -> Vec<(String, Vec<u8>)> {
-        fields.iter().map(|(n, v)| ((*n).to_owned(), v.as_bytes().to_vec())).collect()
+    /// The map as Envoy serializes it for `proxy_get_header_map_pairs`.
+    fn map(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut bytes = (fields.len() as u32).to_le_bytes().to_vec();
+        for (n, v) in fields {
+            bytes.extend_from_slice(&(n.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        }
+        for (n, v) in fields {
+            for part in [n.as_bytes(), b"\0", v.as_bytes(), b"\0"] {
+                bytes.extend_from_slice(part);
+            }
+        }
+        bytes
+    }
+
+    fn input(scheme: Scheme, peer: Option<IpAddr>, fields: &[(&str, &str)]) -> Result<Vec<u8>, InputError> {
+        let bytes = map(fields);
+        let mut out = vec![0u8; 4096];
+        let len = write_input(scheme, peer, &HeaderMap::parse(&bytes)?, &mut out)?;
+        out.truncate(len);
+        Ok(out)
     }
 
     #[test]
     fn writes_the_context_line_and_a_head_in_envoys_order() {
-        let headers = map(&[
+        let fields = [
             (":authority", "gw.test"),
             (":path", "/a?b=1"),
             (":method", "GET"),
@@ -73,8 +176,8 @@ mod tests {
             ("authorization", "Bearer t"),
             ("x-note", "1"),
             ("x-note", "2"),
-        ]);
-        let input = request_input(Scheme::Http, "192.0.2.7".parse().ok(), &headers).expect("rebuilt");
+        ];
+        let input = input(Scheme::Http, "192.0.2.7".parse().ok(), &fields).expect("rebuilt");
         assert_eq!(
             input,
             b"http 192.0.2.7\nGET /a?b=1 HTTP/1.1\r\nHost: gw.test\r\nauthorization: Bearer t\r\n\
@@ -84,14 +187,36 @@ mod tests {
 
     #[test]
     fn a_request_without_a_path_uses_the_authority_form() {
-        let headers = map(&[(":method", "CONNECT"), (":authority", "evil.example:443")]);
-        let input = request_input(Scheme::Https, None, &headers).expect("rebuilt");
-        assert!(
-            input.starts_with(
-                b"https unknown\nCONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n"
-            )
+        let fields = [(":method", "CONNECT"), (":authority", "evil.example:443")];
+        let input = input(Scheme::Https, None, &fields).expect("rebuilt");
+        assert_eq!(
+            input,
+            b"https unknown\nCONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n"
         );
-        assert_eq!(request_input(Scheme::Http, None, &map(&[(":path", "/")])), Err(InputError::NoMethod));
-        assert_eq!(request_input(Scheme::Http, None, &map(&[(":method", "GET")])), Err(InputError::NoTarget));
+        assert_eq!(self::input(Scheme::Http, None, &[(":path", "/")]), Err(InputError::NoMethod));
+        assert_eq!(self::input(Scheme::Http, None, &[(":method", "GET")]), Err(InputError::NoTarget));
+    }
+
+    #[test]
+    fn an_input_longer_than_the_buffer_is_measured_and_not_written() {
+        let fields = [(":method", "GET"), (":path", "/"), ("x-big", "aaaaaaaaaa")];
+        let bytes = map(&fields);
+        let whole = input(Scheme::Http, None, &fields).expect("rebuilt");
+        let mut out = vec![b'z'; whole.len() - 1];
+        let len = write_input(Scheme::Http, None, &HeaderMap::parse(&bytes).expect("map"), &mut out);
+        assert_eq!(len, Ok(whole.len()));
+        assert!(out.iter().all(|&b| b == b'z'), "nothing written");
+    }
+
+    #[test]
+    fn a_map_shorter_than_its_sizes_is_refused() {
+        let bytes = map(&[(":method", "GET"), (":path", "/")]);
+        for cut in [1, 3, 5, 12, bytes.len() - 1] {
+            assert_eq!(HeaderMap::parse(&bytes[..cut]).err(), Some(InputError::Malformed), "cut at {cut}");
+        }
+        let mut huge = bytes.clone();
+        huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(HeaderMap::parse(&huge).err(), Some(InputError::Malformed));
+        assert_eq!(HeaderMap::parse(&[]).map(|m| m.fields().count()), Ok(0));
     }
 }

@@ -6,9 +6,10 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`input`] | the context line and the request head, from Envoy's header map |
+//! | [`input`] | the context line and the request head, from Envoy's serialized header map into the core's input buffer |
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
 //! | `filter` (wasm32 only) | the proxy-wasm contexts: Envoy's calls in, header edits and replies out |
+//! | `raw` (wasm32 only) | the per-request host calls that read the header map and properties without copies |
 //!
 //! How the upstream is chosen (a header the route table matches) and why is
 //! in `deploy/envoy/README.md`.
@@ -18,6 +19,8 @@ pub mod input;
 
 #[cfg(target_arch = "wasm32")]
 mod filter;
+#[cfg(target_arch = "wasm32")]
+mod raw;
 
 /// The request header the filter sets to the forward's origin; the rendered
 /// route table matches it exactly to pick the origin's cluster, and removes
