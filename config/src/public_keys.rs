@@ -18,13 +18,16 @@
 use std::path::Path;
 
 use der::Decode;
-use serde::Deserialize;
+use gateway_jose::jwks::{self, Material};
 
 /// The smallest RSA modulus accepted, in bits (RFC 7518 section 3.3).
-pub const MIN_RSA_BITS: usize = 2048;
+pub const MIN_RSA_BITS: usize = jwks::MIN_RSA_BITS;
 
 /// The largest RSA modulus accepted, in bits (the worker's widest integer).
-pub const MAX_RSA_BITS: usize = 4096;
+pub const MAX_RSA_BITS: usize = jwks::MAX_RSA_BITS;
+
+/// The most signing keys one JWKS document of a config may hold.
+pub const MAX_JWKS_KEYS: usize = 64;
 
 /// A signature algorithm beside HS256, each a build feature of the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,130 +95,32 @@ impl PublicKey {
             PublicKey::Ed25519 { .. } => PublicAlg::EdDsa,
         }
     }
-
-    /// The RSA modulus size in bits, for messages.
-    fn rsa_bits(modulus: &[u8]) -> usize {
-        modulus.first().map_or(0, |&b| modulus.len() * 8 - b.leading_zeros() as usize)
-    }
 }
 
-/// The members of a JWK that hold private or secret key material (RFC 7518
-/// section 6.2.2 for EC and OKP `d`, 6.3.2 for RSA, 6.4 for a secret's
-/// `k`): any one of them in a JWKS means the document leaked a key.
-const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
-
-/// One JWK of a JWKS document: the members the gateway reads, and the names
-/// of all the others, so that private members are found whatever their value.
-#[derive(Deserialize)]
-struct Jwk {
-    kty: Option<String>,
-    kid: Option<String>,
-    #[serde(rename = "use")]
-    use_: Option<String>,
-    alg: Option<String>,
-    crv: Option<String>,
-    n: Option<String>,
-    e: Option<String>,
-    x: Option<String>,
-    y: Option<String>,
-    #[serde(flatten)]
-    others: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-}
-
-impl Jwk {
-    /// The private members it carries, in the order of [`PRIVATE_MEMBERS`].
-    fn private_members(&self) -> Vec<&'static str> {
-        PRIVATE_MEMBERS.into_iter().filter(|m| self.others.contains_key(*m)).collect()
-    }
-}
-
-#[derive(Deserialize)]
-struct Jwks {
-    keys: Vec<Jwk>,
-}
-
-/// Reads a JWKS document: each signing key with its kid, in document order.
-/// `Err` is the reason, to be prefixed with the entry and the file.
+/// Reads a JWKS document with the gateway's one validator
+/// ([`gateway_jose::jwks`], which the module runs on fetched documents too):
+/// each signing key with its kid, in document order. `Err` is the reason,
+/// to be prefixed with the entry and the file.
 pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
-    let jwks: Jwks = serde_json::from_str(text).map_err(|e| format!("is not a JWKS document: {e}"))?;
-    let name = |i: usize, jwk: &Jwk| match &jwk.kid {
-        Some(kid) => format!("key {i} (kid {kid:?})"),
-        None => format!("key {i}"),
-    };
-    // Every key first, the ones skipped below included: a private member
-    // anywhere means the document is not the public one.
-    for (i, jwk) in jwks.keys.iter().enumerate() {
-        let private = jwk.private_members();
-        if !private.is_empty() {
-            let members = private.iter().map(|m| format!("{m:?}")).collect::<Vec<_>>().join(", ");
-            return Err(format!(
-                "{} holds private key material ({members}): the document leaked a private key; \
-                 rotate the key and save only the public keys (the jwks_uri document)",
-                name(i, jwk)
-            ));
-        }
-    }
+    const EVERY_ALGORITHM: [jwks::Alg; 3] = [jwks::Alg::Rs256, jwks::Alg::Es256, jwks::Alg::EdDsa];
+    let limits = jwks::Limits { max_keys: MAX_JWKS_KEYS, built: &EVERY_ALGORITHM };
     let mut keys = Vec::new();
-    for (i, jwk) in jwks.keys.into_iter().enumerate() {
-        let name = name(i, &jwk);
-        if jwk.use_.as_deref() == Some("enc") {
-            continue;
-        }
-        let key = read_jwk(&jwk).map_err(|why| format!("{name} {why}"))?;
-        let kid = jwk.kid.ok_or_else(|| format!("{name} has no kid: tokens could not select it"))?;
-        keys.push((kid, key));
-    }
-    if keys.is_empty() {
-        return Err("holds no signing key".to_owned());
-    }
+    jwks::read(text.as_bytes(), &limits, |jwk| {
+        keys.push((jwk.kid.to_owned(), PublicKey::from(jwk.material)));
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
     Ok(keys)
 }
 
-fn read_jwk(jwk: &Jwk) -> Result<PublicKey, String> {
-    if let Some(use_) = &jwk.use_
-        && use_ != "sig"
-    {
-        return Err(format!("has use {use_:?}; signing keys have \"sig\""));
+impl From<Material<'_>> for PublicKey {
+    fn from(material: Material<'_>) -> PublicKey {
+        match material {
+            Material::Rsa { modulus, exponent } => PublicKey::Rsa { modulus: modulus.to_vec(), exponent },
+            Material::P256 { sec1 } => PublicKey::P256 { sec1 },
+            Material::Ed25519 { public } => PublicKey::Ed25519 { public },
+        }
     }
-    let b64 = |member: &str, value: &Option<String>| -> Result<Vec<u8>, String> {
-        let text = value.as_deref().ok_or_else(|| format!("has no {member:?}"))?;
-        crate::decode_base64url(text).ok_or_else(|| format!("{member:?} is not base64url"))
-    };
-    let key = match jwk.kty.as_deref() {
-        Some("RSA") => {
-            let exponent = b64("e", &jwk.e)?;
-            rsa_key(b64("n", &jwk.n)?, &exponent)?
-        }
-        Some("EC") => {
-            let crv = jwk.crv.as_deref().unwrap_or("(none)");
-            if crv != "P-256" {
-                return Err(format!("is on curve {crv:?}; ES256 is P-256 only"));
-            }
-            let (x, y) = (b64("x", &jwk.x)?, b64("y", &jwk.y)?);
-            if x.len() != 32 || y.len() != 32 {
-                return Err("has coordinates that are not 32 bytes each".to_owned());
-            }
-            let mut sec1 = [4u8; 65];
-            sec1[1..33].copy_from_slice(&x);
-            sec1[33..].copy_from_slice(&y);
-            p256_key(sec1)?
-        }
-        Some("OKP") => {
-            let crv = jwk.crv.as_deref().unwrap_or("(none)");
-            if crv != "Ed25519" {
-                return Err(format!("is on curve {crv:?}; EdDSA here is Ed25519 only"));
-            }
-            let x = b64("x", &jwk.x)?;
-            ed25519_key(x.as_slice().try_into().map_err(|_| "has an \"x\" that is not 32 bytes".to_owned())?)?
-        }
-        Some("oct") => {
-            return Err("is a secret (kty \"oct\"): configure HS256 secrets with env or file".to_owned());
-        }
-        Some(other) => return Err(format!("has kty {other:?}, which no algorithm here uses")),
-        None => return Err("has no kty".to_owned()),
-    };
-    check_alg(&key, jwk.alg.as_deref())?;
-    Ok(key)
 }
 
 /// `alg`, when given, must be the key's one algorithm.
@@ -292,44 +197,20 @@ fn pem_block(text: &str) -> Result<&str, String> {
     Ok(&text[begin..line_end])
 }
 
-fn rsa_key(mut modulus: Vec<u8>, exponent: &[u8]) -> Result<PublicKey, String> {
-    let zeros = modulus.iter().take_while(|&&b| b == 0).count();
-    modulus.drain(..zeros);
-    let bits = PublicKey::rsa_bits(&modulus);
-    if bits < MIN_RSA_BITS {
-        return Err(format!("is a {bits}-bit RSA key; RS256 needs at least {MIN_RSA_BITS} bits"));
-    }
-    if bits > MAX_RSA_BITS {
-        return Err(format!("is a {bits}-bit RSA key; at most {MAX_RSA_BITS} bits are supported"));
-    }
-    if modulus.last().is_none_or(|b| b % 2 == 0) {
-        return Err("has an even RSA modulus".to_owned());
-    }
-    let significant = &exponent[exponent.iter().take_while(|&&b| b == 0).count()..];
-    if significant.len() > 8 {
-        return Err("has an RSA exponent above 2^64".to_owned());
-    }
-    let exponent = significant.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
-    if exponent < 3 || exponent % 2 == 0 {
-        return Err(format!("has RSA exponent {exponent}; it must be odd and at least 3"));
-    }
+fn rsa_key(modulus: Vec<u8>, exponent: &[u8]) -> Result<PublicKey, String> {
+    let error = |kind: jwks::JwksErrorKind| jwks::JwksError { key: None, kind }.to_string();
+    let exponent = jwks::rsa_exponent(exponent).map_err(error)?;
+    let modulus = jwks::rsa_modulus(&modulus).map_err(error)?.to_vec();
     Ok(PublicKey::Rsa { modulus, exponent })
 }
 
 fn p256_key(sec1: [u8; 65]) -> Result<PublicKey, String> {
-    if sec1[0] != 4 {
-        return Err("is not an uncompressed P-256 point".to_owned());
-    }
-    p256::PublicKey::from_sec1_bytes(&sec1).map_err(|_| "is not a point on P-256".to_owned())?;
+    jwks::check_p256(&sec1).map_err(|kind| jwks::JwksError { key: None, kind }.to_string())?;
     Ok(PublicKey::P256 { sec1 })
 }
 
 fn ed25519_key(public: [u8; 32]) -> Result<PublicKey, String> {
-    let key =
-        ed25519_dalek::VerifyingKey::from_bytes(&public).map_err(|_| "is not an Ed25519 point".to_owned())?;
-    if key.is_weak() {
-        return Err("is an Ed25519 key of small order, which verifies forged signatures".to_owned());
-    }
+    jwks::check_ed25519(&public).map_err(|kind| jwks::JwksError { key: None, kind }.to_string())?;
     Ok(PublicKey::Ed25519 { public })
 }
 

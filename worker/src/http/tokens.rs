@@ -105,7 +105,10 @@ fn cookie_token<'b>(head: &Head<'b, '_>, name: &str) -> Result<Option<&'b [u8]>,
         }
         match found {
             Some(first) if first != value => Err(Rejection::ConflictingTokens),
-            _ => Ok(found = Some(value)),
+            _ => {
+                found = Some(value);
+                Ok(())
+            }
         }
     })?;
     Ok(found)

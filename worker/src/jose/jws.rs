@@ -4,9 +4,8 @@
 //! The split is strict (RFC 7515 section 7.1, RFC 8725 section 3.11): exactly
 //! two dots, non-empty parts, and only the 64 characters of the base64url
 //! alphabet. Decoding forbids padding and refuses non-canonical trailing
-//! bits, so each token has one spelling. Both read one 256-entry table
-//! ([`VALUES`]): one load per character instead of a chain of range checks,
-//! and no base64 crate in the module.
+//! bits, so each token has one spelling (`gateway_jose::base64url`, whose
+//! table the split reads too).
 
 use crate::arena::Arena;
 use crate::reject::Rejection;
@@ -24,25 +23,7 @@ pub struct CompactJws<'t> {
     pub signature: &'t [u8],
 }
 
-/// [`VALUES`] of the `.` that separates the parts.
-const DOT: u8 = 0x40;
-/// [`VALUES`] of every byte outside the alphabet and not `.`.
-const INVALID: u8 = 0xff;
-
-/// Each byte's base64url value (0 to 63), [`DOT`] or [`INVALID`]: anything
-/// at 64 or above is not a base64url character, so the OR of a part's values
-/// tells whether the whole part is.
-const VALUES: [u8; 256] = {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut table = [INVALID; 256];
-    let mut i = 0;
-    while i < alphabet.len() {
-        table[alphabet[i] as usize] = i as u8;
-        i += 1;
-    }
-    table[b'.' as usize] = DOT;
-    table
-};
+use gateway_jose::base64url::{self, DOT, VALUES};
 
 /// Splits `token` at its two dots.
 pub fn split(token: &[u8]) -> Result<CompactJws<'_>, Rejection> {
@@ -105,43 +86,12 @@ pub fn decode_exact(part: &[u8], out: &mut [u8]) -> Result<(), Rejection> {
 /// How many bytes `chars` base64url characters without padding hold; none
 /// for a length that no byte string encodes to.
 fn decoded_len(chars: usize) -> Option<usize> {
-    match chars % 4 {
-        1 => None,
-        rest => Some(chars / 4 * 3 + rest.saturating_sub(1)),
-    }
+    base64url::decoded_len(chars)
 }
 
-/// Decodes `part` into `out`, which must be `decoded_len(part.len())` bytes long.
-/// Refuses a character outside the alphabet and set bits after the last
-/// whole byte (another spelling of the same bytes).
+/// Decodes `part` into `out` (canonical base64url, exactly its length).
 fn decode_into(part: &[u8], out: &mut [u8]) -> Result<(), Rejection> {
-    if decoded_len(part.len()) != Some(out.len()) {
-        return Err(Rejection::BadEncoding);
-    }
-    let (quads, tail) = part.as_chunks::<4>();
-    let (triples, rest) = out.as_chunks_mut::<3>();
-    let mut seen = 0u8;
-    for (quad, triple) in quads.iter().zip(triples) {
-        let [a, b, c, d] = quad.map(|ch| VALUES[usize::from(ch)]);
-        seen |= a | b | c | d;
-        let bits = u32::from(a) << 18 | u32::from(b) << 12 | u32::from(c) << 6 | u32::from(d);
-        let [_, x, y, z] = bits.to_be_bytes();
-        *triple = [x, y, z];
-    }
-    let mut bits = 0u32;
-    for (i, &ch) in tail.iter().enumerate() {
-        let value = VALUES[usize::from(ch)];
-        seen |= value;
-        bits |= u32::from(value) << (18 - 6 * i);
-    }
-    let [_, x, y, _] = bits.to_be_bytes();
-    let whole = rest.len();
-    rest.copy_from_slice(&[x, y][..whole]);
-    let leftover = bits & (0x00ff_ffff >> (8 * whole));
-    if seen >= DOT || leftover != 0 {
-        return Err(Rejection::BadEncoding);
-    }
-    Ok(())
+    base64url::decode_into(part, out).map_err(|_| Rejection::BadEncoding)
 }
 
 #[cfg(test)]

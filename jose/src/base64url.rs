@@ -1,0 +1,107 @@
+//! Base64url without padding (RFC 4648 section 5, as RFC 7515 section 2
+//! uses it), canonical only: a character outside the alphabet, padding, or
+//! set bits after the last whole byte (another spelling of the same bytes)
+//! are refused, so each byte string has one spelling. One 256-entry table
+//! ([`VALUES`]): one load per character instead of a chain of range checks,
+//! and no base64 crate in the module.
+
+/// [`VALUES`] of the `.` that separates a compact JWS's parts.
+pub const DOT: u8 = 0x40;
+
+/// [`VALUES`] of every byte outside the alphabet and not `.`.
+pub const INVALID: u8 = 0xff;
+
+/// Each byte's base64url value (0 to 63), [`DOT`] or [`INVALID`]: anything
+/// at 64 or above is not a base64url character, so the OR of a part's
+/// values tells whether the whole part is.
+pub const VALUES: [u8; 256] = {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut table = [INVALID; 256];
+    let mut i = 0;
+    while i < alphabet.len() {
+        table[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    table[b'.' as usize] = DOT;
+    table
+};
+
+/// The text is not canonical base64url, or not the length asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotBase64url;
+
+/// How many bytes `chars` base64url characters without padding hold; none
+/// for a length that no byte string encodes to.
+pub const fn decoded_len(chars: usize) -> Option<usize> {
+    match chars % 4 {
+        1 => None,
+        rest => Some(chars / 4 * 3 + rest.saturating_sub(1)),
+    }
+}
+
+/// Decodes `text` into `out`, which must be `decoded_len(text.len())` bytes
+/// long. Refuses a character outside the alphabet and set bits after the
+/// last whole byte.
+pub fn decode_into(text: &[u8], out: &mut [u8]) -> Result<(), NotBase64url> {
+    if decoded_len(text.len()) != Some(out.len()) {
+        return Err(NotBase64url);
+    }
+    let (quads, tail) = text.as_chunks::<4>();
+    let (triples, rest) = out.as_chunks_mut::<3>();
+    let mut seen = 0u8;
+    for (quad, triple) in quads.iter().zip(triples) {
+        let [a, b, c, d] = quad.map(|ch| VALUES[usize::from(ch)]);
+        seen |= a | b | c | d;
+        let bits = u32::from(a) << 18 | u32::from(b) << 12 | u32::from(c) << 6 | u32::from(d);
+        let [_, x, y, z] = bits.to_be_bytes();
+        *triple = [x, y, z];
+    }
+    let mut bits = 0u32;
+    for (i, &ch) in tail.iter().enumerate() {
+        let value = VALUES[usize::from(ch)];
+        seen |= value;
+        bits |= u32::from(value) << (18 - 6 * i);
+    }
+    let [_, x, y, _] = bits.to_be_bytes();
+    let whole = rest.len();
+    rest.copy_from_slice(&[x, y][..whole]);
+    let leftover = bits & (0x00ff_ffff >> (8 * whole));
+    if seen >= DOT || leftover != 0 {
+        return Err(NotBase64url);
+    }
+    Ok(())
+}
+
+/// Decodes `text` into the start of `buf` and returns the bytes: for a
+/// value whose length is not known beforehand (a JWK's `n`).
+pub fn decode<'b>(text: &[u8], buf: &'b mut [u8]) -> Result<&'b [u8], NotBase64url> {
+    let len = decoded_len(text.len()).ok_or(NotBase64url)?;
+    let out = buf.get_mut(..len).ok_or(NotBase64url)?;
+    decode_into(text, out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(text: &str) -> Result<std::vec::Vec<u8>, NotBase64url> {
+        let mut buf = [0u8; 64];
+        decode(text.as_bytes(), &mut buf).map(<[u8]>::to_vec)
+    }
+
+    #[test]
+    fn decodes_canonical_base64url() {
+        assert_eq!(decoded(""), Ok(std::vec![]));
+        assert_eq!(decoded("AQAB"), Ok(std::vec![1, 0, 1]));
+        assert_eq!(decoded("_-8"), Ok(std::vec![0xff, 0xef]));
+        assert_eq!(decoded("aGk"), Ok(b"hi".to_vec()));
+    }
+
+    #[test]
+    fn refuses_other_spellings() {
+        for bad in ["AQAB=", "AQ==", "aGl", "a", "a+b/", "a b", "aG.k"] {
+            assert_eq!(decoded(bad), Err(NotBase64url), "{bad}");
+        }
+    }
+}
