@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use gateway_config::PublicAlg;
 
 /// Every policy cfg the worker's code tests for.
-const POLICY_CFGS: [&str; 5] =
-    ["policy_rules", "policy_cors", "policy_claims", "policy_sources", "policy_issuers"];
+const POLICY_CFGS: [&str; 6] =
+    ["policy_rules", "policy_cors", "policy_claims", "policy_sources", "policy_issuers", "runtime_keys"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -55,7 +55,10 @@ fn main() {
     }
     let wasm = std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "wasm32");
     let used = config.policy_cfgs();
-    for cfg in POLICY_CFGS.into_iter().filter(|cfg| !wasm || used.contains(cfg)) {
+    // Keys fetched at run time are public keys: a build that verifies none
+    // has no use for the store (the config check refuses such a wasm build).
+    let usable = |cfg: &&str| *cfg != "runtime_keys" || !built.is_empty();
+    for cfg in POLICY_CFGS.into_iter().filter(|cfg| (!wasm || used.contains(cfg)) && usable(cfg)) {
         println!("cargo:rustc-cfg={cfg}");
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("config.rs");

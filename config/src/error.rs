@@ -91,7 +91,10 @@ impl fmt::Display for ConfigError {
                 TOKEN_BYTES_RANGE.start(),
                 TOKEN_BYTES_RANGE.end()
             ),
-            ConfigErrorKind::NoKeys => write!(f, "no [[keys]] entry: at least one key is needed"),
+            ConfigErrorKind::NoKeys => write!(
+                f,
+                "no [[keys]] entry and no jwks_url or discovery: an issuer needs keys, compiled in or fetched"
+            ),
             ConfigErrorKind::NoRoutes => {
                 write!(f, "no [[routes]] entry: at least one route is needed")
             }

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::ConfigErrorKind;
-use crate::raw::{RawIssuer, RawKey};
+use crate::key_fetch::{self, RawKeyFetch};
+use crate::raw::{RawIssuer, RawKey, key_fetch_of};
 use crate::text::{TextRule, check_text};
 use crate::{IssuerConfig, MAX_LEEWAY_SECS, RouteConfig, keys};
 
@@ -20,6 +21,8 @@ pub(crate) struct Forms {
     pub leeway_secs: u64,
     /// The top-level `[[keys]]`.
     pub keys: Vec<RawKey>,
+    /// The top-level `jwks_url` or `discovery` and their settings.
+    pub fetch: RawKeyFetch,
     /// `[[issuers]]`.
     pub issuers: Vec<RawIssuer>,
 }
@@ -34,11 +37,26 @@ pub(crate) fn read(
     if forms.leeway_secs > MAX_LEEWAY_SECS {
         return Err(ConfigErrorKind::LeewayTooLarge(forms.leeway_secs));
     }
+    let top_fetch = forms.fetch;
+    let top_level_fetch = !top_fetch.is_empty();
     let entries: Vec<(String, RawIssuer)> = match (forms.issuers.is_empty(), forms.issuer, forms.keys) {
-        (true, issuer, keys) => {
-            vec![(String::new(), RawIssuer { iss: issuer, leeway_secs: None, audiences: Vec::new(), keys })]
-        }
-        (false, None, keys) if keys.is_empty() => forms
+        (true, issuer, keys) => vec![(
+            String::new(),
+            RawIssuer {
+                iss: issuer,
+                leeway_secs: None,
+                audiences: Vec::new(),
+                keys,
+                jwks_url: top_fetch.jwks_url,
+                discovery: top_fetch.discovery,
+                refresh_secs: top_fetch.refresh_secs,
+                refetch_secs: top_fetch.refetch_secs,
+                fetch_timeout_ms: top_fetch.fetch_timeout_ms,
+                max_stale_secs: top_fetch.max_stale_secs,
+                max_keys: top_fetch.max_keys,
+            },
+        )],
+        (false, None, keys) if keys.is_empty() && !top_level_fetch => forms
             .issuers
             .into_iter()
             .enumerate()
@@ -79,7 +97,8 @@ pub(crate) fn read(
                 return Err(ConfigErrorKind::UnknownAudience { entry, aud: aud.clone() });
             }
         }
-        if raw.keys.is_empty() {
+        let fetch = key_fetch::read(&prefix, key_fetch_of!(raw), raw.iss.as_deref())?;
+        if raw.keys.is_empty() && fetch.is_none() {
             return Err(ConfigErrorKind::NoKeys);
         }
         let mut issuer = IssuerConfig {
@@ -88,6 +107,7 @@ pub(crate) fn read(
             keys: Vec::new(),
             public_keys: Vec::new(),
             audiences: raw.audiences,
+            fetch,
         };
         read_keys(&prefix, raw.keys, &mut issuer, base, env)?;
         issuers.push(issuer);

@@ -24,6 +24,7 @@
 //! | [`public_keys`] | RS256, ES256 and EdDSA keys validated |
 //! | [`hmac_key`] | HMAC key states computed at build time |
 //! | `issuers` | one issuer or several, each with its keys |
+//! | [`key_fetch`] | keys fetched at run time: where, how often |
 //! | [`policy`] | rules, CORS, token sources, claim headers |
 //! | `rust` | the worker's tables as Rust source |
 
@@ -32,6 +33,7 @@ use std::path::{Path, PathBuf};
 pub mod error;
 pub mod hmac_key;
 mod issuers;
+pub mod key_fetch;
 mod keys;
 pub mod policy;
 pub mod public_keys;
@@ -40,6 +42,7 @@ mod rust;
 mod text;
 
 pub use error::{ConfigError, ConfigErrorKind};
+pub use key_fetch::{FetchKind, KeyFetchConfig};
 pub use policy::PolicyConfig;
 pub use public_keys::{PublicAlg, PublicKey};
 pub use text::{decode_base64url, is_upstream_url};
@@ -114,6 +117,9 @@ pub struct IssuerConfig {
     pub public_keys: Vec<PublicKeyConfig>,
     /// The audiences its tokens may be routed by; empty: every route.
     pub audiences: Vec<String>,
+    /// Where its keys are fetched at run time, if they are; compiled keys
+    /// stay pinned beside them.
+    pub fetch: Option<KeyFetchConfig>,
 }
 
 /// One HS256 key. `Debug` never prints the secret.
@@ -249,6 +255,7 @@ pub fn parse(
             issuer: raw.issuer,
             leeway_secs: raw.leeway_secs,
             keys: raw.keys,
+            fetch: raw::key_fetch_of!(raw),
             issuers: raw.issuers,
         },
         &routes,
@@ -324,6 +331,18 @@ impl GatewayConfig {
     /// Refuses the first public key whose algorithm is not in `built` (the
     /// worker's features), so that a build never drops a configured key.
     pub fn check_algorithms(&self, file: &Path, built: &[PublicAlg]) -> Result<(), ConfigError> {
+        if built.is_empty()
+            && let Some(i) = self.issuers.iter().position(|issuer| issuer.fetch.is_some())
+        {
+            let entry = if self.issuers.len() > 1 { format!("issuers[{i}].") } else { String::new() };
+            return Err(ConfigError {
+                file: file.to_owned(),
+                kind: ConfigErrorKind::Invalid {
+                    entry: format!("{entry}jwks_url"),
+                    why: "fetches public keys, but this worker verifies none: build with WORKER_FEATURES=rs256 (or es256, eddsa)".into(),
+                },
+            });
+        }
         match self.public_keys().find(|k| !built.contains(&k.key.alg())) {
             None => Ok(()),
             Some(k) => Err(ConfigError {
@@ -347,6 +366,7 @@ impl GatewayConfig {
                 "policy_issuers",
                 self.issuers.len() > 1 || self.issuers.iter().any(|i| !i.audiences.is_empty()),
             ),
+            ("runtime_keys", self.issuers.iter().any(|i| i.fetch.is_some())),
         ]
         .into_iter()
         .filter_map(|(cfg, used)| used.then_some(cfg))

@@ -103,7 +103,7 @@ impl PublicKey {
 /// to be prefixed with the entry and the file.
 pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
     const EVERY_ALGORITHM: [jwks::Alg; 3] = [jwks::Alg::Rs256, jwks::Alg::Es256, jwks::Alg::EdDsa];
-    let limits = jwks::Limits { max_keys: MAX_JWKS_KEYS, built: &EVERY_ALGORITHM };
+    let limits = jwks::Limits { max_keys: MAX_JWKS_KEYS, built: &EVERY_ALGORITHM, skip_unbuilt: false };
     let mut keys = Vec::new();
     jwks::read(text.as_bytes(), &limits, |jwk| {
         keys.push((jwk.kid.to_owned(), PublicKey::from(jwk.material)));

@@ -28,6 +28,13 @@ pub(crate) struct RawConfig {
     #[serde(default = "default_realm")]
     pub realm: String,
     pub issuer: Option<String>,
+    pub jwks_url: Option<String>,
+    pub discovery: Option<bool>,
+    pub refresh_secs: Option<u32>,
+    pub refetch_secs: Option<u32>,
+    pub fetch_timeout_ms: Option<u32>,
+    pub max_stale_secs: Option<u32>,
+    pub max_keys: Option<u16>,
     #[serde(default = "default_leeway")]
     pub leeway_secs: u64,
     #[serde(default)]
@@ -77,6 +84,13 @@ pub(crate) struct RawIssuer {
     pub audiences: Vec<String>,
     #[serde(default)]
     pub keys: Vec<RawKey>,
+    pub jwks_url: Option<String>,
+    pub discovery: Option<bool>,
+    pub refresh_secs: Option<u32>,
+    pub refetch_secs: Option<u32>,
+    pub fetch_timeout_ms: Option<u32>,
+    pub max_stale_secs: Option<u32>,
+    pub max_keys: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -164,3 +178,19 @@ fn default_leeway() -> u64 {
 fn default_max_token_bytes() -> u64 {
     DEFAULT_MAX_TOKEN_BYTES as u64
 }
+
+/// The fetch settings of an issuer entry (or of the top level), gathered.
+macro_rules! key_fetch_of {
+    ($raw:expr) => {
+        crate::key_fetch::RawKeyFetch {
+            jwks_url: $raw.jwks_url,
+            discovery: $raw.discovery,
+            refresh_secs: $raw.refresh_secs,
+            refetch_secs: $raw.refetch_secs,
+            fetch_timeout_ms: $raw.fetch_timeout_ms,
+            max_stale_secs: $raw.max_stale_secs,
+            max_keys: $raw.max_keys,
+        }
+    };
+}
+pub(crate) use key_fetch_of;

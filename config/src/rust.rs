@@ -40,6 +40,14 @@ pub(crate) fn render(config: &GatewayConfig) -> String {
     out.push_str(
         "/// The token buffer's size: the config's `max_token_bytes`.\npub const MAX_TOKEN_BYTES: usize = CONFIG.max_token_bytes;\n",
     );
+    // Room for every fetching issuer's keys, and for the largest document
+    // beside them while it is validated (installs are atomic).
+    let max_keys = config.issuers.iter().filter_map(|i| i.fetch.as_ref()).map(|f| usize::from(f.max_keys));
+    let slots = max_keys.clone().sum::<usize>() + max_keys.max().unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "/// Fetched keys the module has room for.\npub const FETCHED_KEY_SLOTS: usize = {slots};"
+    );
     out
 }
 
@@ -59,8 +67,15 @@ fn issuer_rust(issuer: &IssuerConfig) -> String {
         ));
     }
     keys.extend(issuer.public_keys.iter().map(public_key_rust));
+    let fetch = match &issuer.fetch {
+        None => "None".to_owned(),
+        Some(f) => format!(
+            "Some(&KeyFetch {{ kind: SourceKind::{:?}, url: {:?}, refresh_secs: {}, refetch_secs: {}, timeout_ms: {}, max_stale_secs: {}, max_keys: {} }})",
+            f.kind, f.url, f.refresh_secs, f.refetch_secs, f.timeout_ms, f.max_stale_secs, f.max_keys
+        ),
+    };
     format!(
-        "Issuer {{ iss: {:?}, leeway_secs: {}, keys: &[{}], audiences: {} }}",
+        "Issuer {{ iss: {:?}, leeway_secs: {}, keys: &[{}], audiences: {}, fetch: {fetch} }}",
         issuer.iss.as_deref(),
         issuer.leeway_secs,
         keys.join(", "),

@@ -57,6 +57,10 @@ pub struct Answer<'a> {
     pub error: &'a str,
     /// A short reason, for logs.
     pub reason: &'a str,
+    /// The issuer whose keys the host should fetch now (a `~<issuer>` line:
+    /// the token named a kid its fetched keys lack, or they expired).
+    /// Changes nothing the client receives.
+    pub refresh_keys: Option<u8>,
     /// The field lines, checked.
     fields: &'a str,
     /// The body.
@@ -115,6 +119,7 @@ const MODULE_FAILED: Answer<'static> = Answer {
     status: 500,
     error: "",
     reason: "gateway module failed",
+    refresh_keys: None,
     fields: ">content-type:application/json",
     body: r#"{"error_description":"gateway module failed"}"#,
 };
@@ -256,10 +261,23 @@ fn decode_answer(status: u16, text: &str) -> Result<Answer<'_>, DecodeError> {
         Some(last) => (&rest[..last], &rest[last + 1..]),
         None => ("", rest),
     };
+    // An optional `~<issuer>` line first, then the fields.
+    let (refresh_keys, fields, first_field_line) = match fields.strip_prefix('~') {
+        Some(after) => {
+            let (number, fields) = after.split_once('\n').unwrap_or((after, ""));
+            (Some(issuer_number(number).ok_or(DecodeError::Line(3))?), fields, 4)
+        }
+        None => (None, fields, 3),
+    };
     for (i, line) in lines(fields).enumerate() {
-        line.strip_prefix('>').and_then(field).ok_or(DecodeError::Line(i + 3))?;
+        line.strip_prefix('>').and_then(field).ok_or(DecodeError::Line(i + first_field_line))?;
     }
-    Ok(Answer { status, error, reason, fields, body })
+    Ok(Answer { status, error, reason, refresh_keys, fields, body })
+}
+
+/// An issuer's index as a `~` line writes it: a contract number, 0 to 255.
+fn issuer_number(text: &str) -> Option<u8> {
+    crate::key_sources::number(Some(text)).and_then(|n| u8::try_from(n).ok())
 }
 
 /// `name:value`, both valid.

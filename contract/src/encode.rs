@@ -77,6 +77,30 @@ impl<'o> Encoder<'o> {
         self.push_all(&[error.as_bytes(), b"\n", reason.as_bytes()])
     }
 
+    /// A direct answer's request to its host, right after
+    /// [`Encoder::answer`]: fetch the keys of issuer `issuer` now (`ABI.md`,
+    /// "Keys fetched at run time").
+    pub fn refresh_keys(&mut self, issuer: u8) -> Result<(), Full> {
+        self.push(b"\n~")?;
+        self.decimal(u32::from(issuer))
+    }
+
+    /// A number in decimal, as the contract writes numbers.
+    pub(crate) fn decimal(&mut self, n: u32) -> Result<(), Full> {
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        let mut n = n;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[start..])
+    }
+
     /// Ends a direct answer with its body (possibly empty), in pieces.
     pub fn body(&mut self, body: &[&[u8]]) -> Result<(), Full> {
         self.push(b"\n")?;

@@ -38,14 +38,11 @@ pub enum HostAnswer {
     BodyTooLarge,
     /// The client's body stalled.
     BodyTimedOut,
-    /// The keys the module needs could not be fetched and the last good set
-    /// has expired: the host fails closed.
-    KeysUnavailable,
 }
 
 impl HostAnswer {
     /// Every host answer, in table order.
-    pub const ALL: [HostAnswer; 9] = [
+    pub const ALL: [HostAnswer; 8] = [
         HostAnswer::UpstreamUnavailable,
         HostAnswer::UpstreamTimedOut,
         HostAnswer::UpstreamBusy,
@@ -54,7 +51,6 @@ impl HostAnswer {
         HostAnswer::GatewayBusy,
         HostAnswer::BodyTooLarge,
         HostAnswer::BodyTimedOut,
-        HostAnswer::KeysUnavailable,
     ];
 
     /// The HTTP status.
@@ -62,10 +58,7 @@ impl HostAnswer {
         match self {
             HostAnswer::UpstreamUnavailable => 502,
             HostAnswer::UpstreamTimedOut => 504,
-            HostAnswer::UpstreamBusy
-            | HostAnswer::ModuleOutOfTime
-            | HostAnswer::GatewayBusy
-            | HostAnswer::KeysUnavailable => 503,
+            HostAnswer::UpstreamBusy | HostAnswer::ModuleOutOfTime | HostAnswer::GatewayBusy => 503,
             HostAnswer::ModuleFailed => 500,
             HostAnswer::BodyTooLarge => 413,
             HostAnswer::BodyTimedOut => 408,
@@ -83,7 +76,6 @@ impl HostAnswer {
             HostAnswer::GatewayBusy => "gateway busy",
             HostAnswer::BodyTooLarge => "request body too large",
             HostAnswer::BodyTimedOut => "request body timed out",
-            HostAnswer::KeysUnavailable => "signing keys unavailable",
         }
     }
 
@@ -98,7 +90,6 @@ impl HostAnswer {
             HostAnswer::GatewayBusy => r#"{"error_description":"gateway busy"}"#,
             HostAnswer::BodyTooLarge => r#"{"error_description":"request body too large"}"#,
             HostAnswer::BodyTimedOut => r#"{"error_description":"request body timed out"}"#,
-            HostAnswer::KeysUnavailable => r#"{"error_description":"signing keys unavailable"}"#,
         }
     }
 }

@@ -18,17 +18,19 @@
 //! | [`decision`] | the decision's typed view and its decoder |
 //! | [`encode`] | the decision's encoder, used by the module |
 //! | [`fields`] | header names and the answers hosts make themselves |
+//! | [`key_sources`] | where and how often hosts fetch an issuer's keys |
 //! | [`routes`] | the route table a module lists, and upstream overrides |
 //! | `owned` (feature `std`) | a decision a host keeps, and the host's own answers as decisions |
 #![no_std]
 
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", test))]
 extern crate std;
 
 pub mod context;
 pub mod decision;
 pub mod encode;
 pub mod fields;
+pub mod key_sources;
 #[cfg(feature = "std")]
 pub mod owned;
 pub mod routes;

@@ -41,10 +41,14 @@ fn as_json(decision: &Decision<'_>) -> Value {
         }
         Decision::Answer(answer) => {
             let fields: Vec<Value> = answer.fields().map(|(n, v)| json!([n, v])).collect();
-            json!({ "answer": {
+            let mut written = json!({
                 "status": answer.status, "error": answer.error, "reason": answer.reason,
                 "fields": fields, "body": answer.body,
-            } })
+            });
+            if let Some(issuer) = answer.refresh_keys {
+                written["refresh_keys"] = json!(issuer);
+            }
+            json!({ "answer": written })
         }
     }
 }
@@ -89,6 +93,18 @@ fn what_the_encoder_writes_the_decoder_reads_back() {
     let Ok(Decision::Answer(answer)) = Decision::decode(403, out.as_bytes()) else { panic!("an answer") };
     assert_eq!((answer.error, answer.reason, answer.body), ("insufficient_scope", "scope required", "{}"));
     assert_eq!(answer.field("WWW-Authenticate"), Some("Bearer realm=\"g\", scope=\"a b\""));
+    assert_eq!(answer.refresh_keys, None);
+
+    for issuer in [0u8, 7, 42, 255] {
+        let mut out = Encoder::new(&mut buf);
+        out.answer("invalid_token", "unknown kid").expect("room");
+        out.refresh_keys(issuer).expect("room");
+        out.add_response_field("content-type", &[b"application/json"]).expect("room");
+        out.body(&[b"{}"]).expect("room");
+        let Ok(Decision::Answer(answer)) = Decision::decode(401, out.as_bytes()) else { panic!("an answer") };
+        assert_eq!(answer.refresh_keys, Some(issuer));
+        assert_eq!(answer.fields().collect::<Vec<_>>(), [("content-type", "application/json")]);
+    }
 }
 
 #[test]

@@ -308,13 +308,23 @@ function readOutput(status, text) {
   if (status < 201 || status > 599 || lines.length < 3) return null;
   const [error, reason] = lines;
   if (!/^[a-z_]*$/.test(error) || !DESCRIPTION.test(reason)) return null;
+  // An optional `~<issuer>` line (fetch that issuer's keys now), then the fields.
+  let first = 2;
+  let refreshKeys;
+  if (lines.length > 3 && lines[2].startsWith("~")) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(lines[2].slice(1)) || Number(lines[2].slice(1)) > 255) return null;
+    refreshKeys = Number(lines[2].slice(1));
+    first = 3;
+  }
   const fields = [];
-  for (const line of lines.slice(2, -1)) {
+  for (const line of lines.slice(first, -1)) {
     const field = line.startsWith(">") ? readField(line.slice(1)) : null;
     if (field === null) return null;
     fields.push(field);
   }
-  return { answer: { status, error, reason, fields, body: lines[lines.length - 1] } };
+  const answer = { status, error, reason, fields, body: lines[lines.length - 1] };
+  if (refreshKeys !== undefined) answer.refresh_keys = refreshKeys;
+  return { answer };
 }
 
 function readForward(lines) {

@@ -18,7 +18,9 @@
 //!   refused. `alg`, when present, must be the key type's one algorithm.
 //! - Every signing key has a `kid` (tokens select keys by it), visible ASCII
 //!   without quotes or backslashes, at most [`MAX_KID_BYTES`], each once.
-//! - At least one signing key, at most the caller's limit.
+//! - At least one signing key, at most the caller's limit. A key of an
+//!   algorithm the caller does not verify is refused, or skipped when the
+//!   caller says so ([`Limits::skip_unbuilt`]: a provider's document).
 //!
 //! Member values may be written with JSON escapes; they are decoded first.
 //! Nothing here allocates: each key is handed to the caller as it is
@@ -250,7 +252,7 @@ impl fmt::Display for JwksError {
                 )
             }
             JwksErrorKind::TooManyKeys(max) => write!(f, "holds more than {max} signing keys"),
-            JwksErrorKind::NoSigningKey => f.write_str("holds no signing key"),
+            JwksErrorKind::NoSigningKey => f.write_str("holds no signing key this gateway verifies"),
             JwksErrorKind::BadMember(member) => write!(f, "has a {member:?} that is not one string"),
             JwksErrorKind::Use(use_) => write!(f, "has use {use_:?}; signing keys have \"sig\""),
             JwksErrorKind::NoKty => f.write_str("has no kty"),
@@ -300,8 +302,12 @@ impl fmt::Display for JwksError {
 pub struct Limits {
     /// The most signing keys a document may hold.
     pub max_keys: usize,
-    /// The algorithms the caller verifies; a key of another is refused.
+    /// The algorithms the caller verifies.
     pub built: &'static [Alg],
+    /// A key of another algorithm is skipped (a provider's document, which
+    /// may publish keys for algorithms the module leaves out) rather than
+    /// refused (a file the operator chose).
+    pub skip_unbuilt: bool,
 }
 
 /// The members of a key the gateway reads, as written.
@@ -352,7 +358,15 @@ pub fn read(
             }
         }
         let mut modulus = [0u8; MAX_RSA_BITS / 8 + 1];
-        let material = material(members, &mut modulus).map_err(error)?;
+        let material = match material(members, &mut modulus) {
+            Err(JwksErrorKind::NotBuilt(_)) if limits.skip_unbuilt => None,
+            Err(kind) => return Err(error(kind)),
+            Ok(material) => Some(material),
+        };
+        let Some(material) = material.filter(|m| limits.built.contains(&m.alg()) || !limits.skip_unbuilt)
+        else {
+            return Ok(());
+        };
         if let Some(alg) = members.alg
             && text_of(alg, &mut [0u8; 8]).and_then(Alg::from_name) != Some(material.alg())
         {

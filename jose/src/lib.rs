@@ -8,8 +8,10 @@
 //! | [`json`] | strict JSON (RFC 8259), read in one pass; escapes decoded |
 //! | [`base64url`] | canonical base64url without padding (RFC 4648 section 5) |
 //! | [`jwks`] | JWK sets (RFC 7517, 7518) validated key by key |
+//! | [`discovery`] | an OpenID discovery document's `jwks_uri` |
 #![cfg_attr(not(test), no_std)]
 
 pub mod base64url;
+pub mod discovery;
 pub mod json;
 pub mod jwks;

@@ -84,7 +84,9 @@ fn public_key(public: &gateway_config::PublicKeyConfig) -> VerifyingKey<'static>
 fn decide(token: &str, now: u64) -> Result<&'static str, Rejection> {
     let mut region = vec![0u8; 16 << 10];
     let mut arena = Arena::new(&mut region);
-    worker::internal::authorize(token.as_bytes(), now, config(), &mut arena, None).map(|v| v.route.audience)
+    let mut keys = worker::keys::Lookup::new(worker::keys::FetchedKeys::none());
+    worker::internal::authorize(token.as_bytes(), now, config(), &mut keys, &mut arena, None)
+        .map(|v| v.route.audience)
 }
 
 fn pem(name: &str) -> Vec<u8> {

@@ -15,8 +15,8 @@ use gateway_config::policy::{
 };
 use gateway_config::{GatewayConfig, PublicKeyConfig};
 use worker::config::{
-    Access, ClaimHeader, ClaimValue, Config, Cors, HmacKey, Hs256Key, Issuer, Literal, PathMatch, Policy,
-    Requirements, Roles, Route, Rule, TokenSource, VerifyingKey,
+    Access, ClaimHeader, ClaimValue, Config, Cors, HmacKey, Hs256Key, Issuer, KeyFetch, Literal, PathMatch,
+    Policy, Requirements, Roles, Route, Rule, SourceKind, TokenSource, VerifyingKey,
 };
 
 /// The fixture's configuration file.
@@ -124,6 +124,20 @@ pub fn worker_config_of(
                 leeway_secs: issuer.leeway_secs,
                 keys: Box::leak(keys.into_boxed_slice()),
                 audiences: leak_strs(&issuer.audiences),
+                fetch: issuer.fetch.as_ref().map(|f| {
+                    &*Box::leak(Box::new(KeyFetch {
+                        kind: match f.kind {
+                            gateway_config::FetchKind::Jwks => SourceKind::Jwks,
+                            gateway_config::FetchKind::Discovery => SourceKind::Discovery,
+                        },
+                        url: leak(&f.url),
+                        refresh_secs: f.refresh_secs,
+                        refetch_secs: f.refetch_secs,
+                        timeout_ms: f.timeout_ms,
+                        max_stale_secs: f.max_stale_secs,
+                        max_keys: f.max_keys,
+                    }))
+                }),
             }
         })
         .collect();

@@ -11,6 +11,7 @@ use crate::config::{COMPILED, Config};
 use crate::decide;
 pub use crate::http::request::TOKEN_CAPACITY;
 use crate::http::target::MAX_TARGET_LEN;
+use crate::keys::FetchedKeys;
 use crate::reject::Rejection;
 
 /// The contract version; a host refuses a module whose version it does not know.
@@ -29,7 +30,8 @@ pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 4 * TOKEN
 
 /// Everything an instance holds: the length of the last answer, the cache
 /// of verified tokens, the request arena (whose first bytes are the output
-/// buffer), and the input buffer.
+/// buffer), the input buffer, and, in a module that fetches keys, the keys
+/// it installed and the buffer documents are handed over in.
 ///
 /// The order is for a fresh instance's first request, which pays for every
 /// 4 KiB page it touches: the page-aligned start holds the length and the
@@ -43,6 +45,9 @@ pub struct Instance {
     cache: TokenCache,
     scratch: [u8; SCRATCH_CAPACITY],
     input: [u8; INPUT_CAPACITY],
+    fetched: FetchedKeys,
+    #[cfg(runtime_keys)]
+    keys_input: [u8; crate::keys::DOCUMENT_CAPACITY],
 }
 
 impl Instance {
@@ -53,6 +58,9 @@ impl Instance {
             cache: TokenCache::new(),
             scratch: [0; SCRATCH_CAPACITY],
             input: [0; INPUT_CAPACITY],
+            fetched: FetchedKeys::new(),
+            #[cfg(runtime_keys)]
+            keys_input: [0; crate::keys::DOCUMENT_CAPACITY],
         }
     }
 
@@ -66,7 +74,9 @@ impl Instance {
     /// did not fit: the answer is 431 without reading the buffer.
     pub fn handle(&mut self, len: u32, now: f64, config: &Config<'_>) -> u32 {
         let answer = match self.input.get(..len as usize) {
-            Some(input) => decide::handle_cached(input, now, config, &mut self.scratch, &mut self.cache),
+            Some(input) => {
+                decide::handle_cached(input, now, config, &self.fetched, &mut self.scratch, &mut self.cache)
+            }
             None => decide::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
         };
         self.output_len = answer.output.len();
@@ -89,6 +99,150 @@ impl Instance {
     /// The last answer's output: the first `output_len` bytes of the arena.
     pub fn output(&self) -> &[u8] {
         &self.scratch[..self.output_len]
+    }
+}
+
+#[cfg(runtime_keys)]
+impl Instance {
+    /// The buffer the host writes a fetched document into.
+    pub fn keys_input_mut(&mut self) -> &mut [u8; crate::keys::DOCUMENT_CAPACITY] {
+        &mut self.keys_input
+    }
+
+    /// Writes the key-source table into the output (`ABI.md`, "Keys
+    /// fetched at run time"), so a host learns what to fetch from the module.
+    pub fn key_sources(&mut self, config: &Config<'_>) -> u32 {
+        let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let mut first = true;
+        let mut written = Ok(());
+        for (i, issuer) in config.issuers.iter().enumerate() {
+            let (Some(fetch), Ok(issuer)) = (issuer.fetch, u8::try_from(i)) else { continue };
+            let source = contract::key_sources::KeySource {
+                issuer,
+                kind: fetch.kind,
+                url: fetch.url,
+                refresh_secs: fetch.refresh_secs,
+                refetch_secs: fetch.refetch_secs,
+                timeout_ms: fetch.timeout_ms,
+                max_stale_secs: fetch.max_stale_secs,
+            };
+            written = written.and(out.key_source(first, &source));
+            first = false;
+        }
+        self.output_len = if written.is_ok() { out.written() } else { 0 };
+        self.output_len as u32
+    }
+
+    /// Installs the JWKS document of `len` bytes in the document buffer for
+    /// issuer `issuer` at `now`: the number of keys installed, the output a
+    /// summary; or -1, the output the reason, and nothing changed.
+    pub fn install_keys(&mut self, issuer: u32, len: u32, now: f64, config: &Config<'_>) -> i32 {
+        let mut line = Line::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let result = match (self.keys_input.get(..len as usize), decide::clock(now)) {
+            (None, _) => Err(crate::keys::InstallError::Document(gateway_jose::jwks::JwksError {
+                key: None,
+                kind: gateway_jose::jwks::JwksErrorKind::TooLarge(len as usize),
+            })),
+            (_, Err(_)) => Err(crate::keys::InstallError::Clock),
+            (Some(document), Ok(now)) => {
+                self.fetched.install(issuer as usize, document, now, config, &mut line)
+            }
+        };
+        let answer = match result {
+            Ok(count) => {
+                self.cache.clear();
+                i32::try_from(count).unwrap_or(i32::MAX)
+            }
+            Err(error) => {
+                line.clear();
+                let _ = core::fmt::Write::write_fmt(&mut line, format_args!("{error}"));
+                -1
+            }
+        };
+        self.output_len = line.len;
+        answer
+    }
+
+    /// Reads the OpenID discovery document of `len` bytes in the document
+    /// buffer for issuer `issuer`: the length of its `jwks_uri`, written to
+    /// the output; or -1, the output the reason.
+    pub fn discovered(&mut self, issuer: u32, len: u32, config: &Config<'_>) -> i32 {
+        use gateway_jose::discovery;
+        let mut line = Line::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let entry = config.issuers.get(issuer as usize);
+        let source = entry.and_then(|e| Some((e.iss?, e.fetch?)));
+        let result = match (source, self.keys_input.get(..len as usize)) {
+            (None, _) => Err(None),
+            (Some(_), None) => Err(Some(discovery::DiscoveryError::TooLarge(len as usize))),
+            (Some((iss, fetch)), Some(document)) => {
+                let mut uri = [0u8; discovery::MAX_URI_BYTES];
+                let over_https = fetch.url.starts_with("https://");
+                discovery::jwks_uri(document, iss, over_https, &mut uri)
+                    .map(|uri| line.push(uri))
+                    .map_err(Some)
+            }
+        };
+        let answer = match result {
+            Ok(()) => line.len as i32,
+            Err(error) => {
+                line.clear();
+                let _ = match error {
+                    Some(error) => {
+                        core::fmt::Write::write_fmt(&mut line, format_args!("discovery document {error}"))
+                    }
+                    None => core::fmt::Write::write_fmt(
+                        &mut line,
+                        format_args!("issuer {issuer} fetches no keys"),
+                    ),
+                };
+                -1
+            }
+        };
+        self.output_len = line.len;
+        answer
+    }
+
+    /// The installed keys, as bytes another instance of this module can
+    /// take at the same address (`key_store_ptr`).
+    pub fn key_store(&self) -> (*const u8, usize) {
+        (core::ptr::addr_of!(self.fetched).cast(), self.fetched.used_len())
+    }
+}
+
+/// One line of text written into the output, cut short rather than overrun.
+#[cfg(runtime_keys)]
+struct Line<'o> {
+    buf: &'o mut [u8],
+    len: usize,
+}
+
+#[cfg(runtime_keys)]
+impl<'o> Line<'o> {
+    fn new(buf: &'o mut [u8]) -> Self {
+        Line { buf, len: 0 }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn push(&mut self, text: &str) {
+        let _ = core::fmt::Write::write_str(self, text);
+    }
+}
+
+#[cfg(runtime_keys)]
+impl core::fmt::Write for Line<'_> {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        // Only printable ASCII reaches the output: a kid or a member in a
+        // message is escaped by `Debug`, and anything else is replaced.
+        for &b in text.as_bytes() {
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = if (0x20..0x7f).contains(&b) { b } else { b'?' };
+                self.len += 1;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -152,6 +306,57 @@ mod exports {
     #[unsafe(no_mangle)]
     pub extern "C" fn routes() -> u32 {
         instance().routes(compiled_config())
+    }
+
+    /// Writes the key-source table to the output and returns its length.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_sources() -> u32 {
+        instance().key_sources(compiled_config())
+    }
+
+    /// Where the host writes a fetched document.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn keys_input_ptr() -> *mut u8 {
+        instance().keys_input_mut().as_mut_ptr()
+    }
+
+    /// How many bytes the document buffer holds.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn keys_input_capacity() -> u32 {
+        crate::keys::DOCUMENT_CAPACITY as u32
+    }
+
+    /// Installs the JWKS document of `len` bytes for issuer `issuer` at
+    /// `now`: the keys installed, or -1 (the output says why).
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn install_keys(issuer: u32, len: u32, now: f64) -> i32 {
+        instance().install_keys(issuer, len, now, compiled_config())
+    }
+
+    /// Reads the discovery document of `len` bytes for issuer `issuer`:
+    /// the length of its `jwks_uri` in the output, or -1.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn discovered(issuer: u32, len: u32) -> i32 {
+        instance().discovered(issuer, len, compiled_config())
+    }
+
+    /// Where the installed keys start.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_store_ptr() -> *const u8 {
+        instance().key_store().0
+    }
+
+    /// How many bytes the installed keys take.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_store_len() -> u32 {
+        instance().key_store().1 as u32
     }
 
     /// Where the last answer's output starts.

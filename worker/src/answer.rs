@@ -33,6 +33,8 @@ pub struct AnswerContext<'x> {
     pub scope: &'x str,
     /// The browser origin to answer with CORS fields, when CORS allows it.
     pub cors: Option<&'x str>,
+    /// The issuer whose keys the host should fetch now (the `~` line).
+    pub refresh_keys: Option<u8>,
 }
 
 /// Writes the answer to `rejection`; its status is `rejection.status()`.
@@ -45,6 +47,9 @@ pub fn write_rejection(
     let code = rejection.error_code().map_or("", ErrorCode::as_str);
     let reason = rejection.reason();
     out.answer(code, reason)?;
+    if let (true, Some(issuer)) = (cfg!(runtime_keys), context.refresh_keys) {
+        out.refresh_keys(issuer)?;
+    }
     if rejection.status() == 401 || !code.is_empty() {
         out.add_response_field("www-authenticate", &[b"Bearer realm=\"", config.realm.as_bytes(), b"\""])?;
         if !code.is_empty() {
@@ -133,7 +138,7 @@ mod tests {
 
     #[test]
     fn insufficient_scope_names_the_rules_scopes() {
-        let context = AnswerContext { scope: "orders:write admin", cors: None };
+        let context = AnswerContext { scope: "orders:write admin", ..AnswerContext::default() };
         let text = written(Rejection::InsufficientScope, &CONFIG, &context);
         assert!(
             text.contains(
@@ -161,7 +166,7 @@ mod tests {
             unmatched_preflight_route: None,
         };
         let config = Config { policy: Policy { cors: Some(cors), ..Policy::NONE }, ..CONFIG };
-        let context = AnswerContext { scope: "", cors: Some("https://app.example") };
+        let context = AnswerContext { cors: Some("https://app.example"), ..AnswerContext::default() };
         let text = written(Rejection::Expired, &config, &context);
         for field in [
             ">access-control-allow-origin:https://app.example\n",
@@ -177,7 +182,7 @@ mod tests {
     fn every_rejection_is_an_answer_the_contract_reads() {
         let realm = "r".repeat(200);
         let config = Config { realm: &realm, ..CONFIG };
-        let context = AnswerContext { scope: "a b", cors: None };
+        let context = AnswerContext { scope: "a b", ..AnswerContext::default() };
         for &rejection in Rejection::ALL {
             let text = written(rejection, &config, &context);
             let decision = Decision::decode(u32::from(rejection.status()), text.as_bytes());

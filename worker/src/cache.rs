@@ -77,6 +77,11 @@ impl TokenCache {
         }
     }
 
+    /// Forgets every token (the keys they were verified with changed).
+    pub fn clear(&mut self) {
+        *self = TokenCache::new();
+    }
+
     /// The claims JSON of `token` if it was verified with the keys of `keys`
     /// (the config's issuers).
     pub fn claims(&self, token: &[u8], keys: &[Issuer<'_>]) -> Option<&[u8]> {
@@ -145,9 +150,10 @@ fn hash(token: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    static KEYS: &[Issuer<'static>] = &[Issuer { iss: None, leeway_secs: 0, keys: &[], audiences: &[] }];
+    static KEYS: &[Issuer<'static>] =
+        &[Issuer { iss: None, leeway_secs: 0, keys: &[], audiences: &[], fetch: None }];
     static OTHER_KEYS: &[Issuer<'static>] =
-        &[Issuer { iss: Some("other"), leeway_secs: 0, keys: &[], audiences: &[] }];
+        &[Issuer { iss: Some("other"), leeway_secs: 0, keys: &[], audiences: &[], fetch: None }];
 
     fn twice(cache: &mut TokenCache, token: &[u8], claims: &[u8]) {
         cache.insert(token, claims, KEYS);

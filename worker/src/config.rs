@@ -10,6 +10,8 @@
 //! policy is also compiled out of a wasm module whose config does not use
 //! it (`build.rs` sets the `policy_*` cfgs).
 
+pub use contract::key_sources::SourceKind;
+
 pub use crate::keys::{HmacKey, Hs256Key, VerifyingKey};
 
 /// What the gateway checks and where it routes.
@@ -49,6 +51,30 @@ pub struct Issuer<'c> {
     pub keys: &'c [VerifyingKey<'c>],
     /// The audiences its tokens may be routed by; empty: every route.
     pub audiences: &'c [&'c str],
+    /// Where its keys are fetched at run time (`ABI.md`, "Keys fetched at
+    /// run time"); `None`: its compiled keys only. A reference, so that
+    /// an issuer without one costs the module one word.
+    pub fetch: Option<&'c KeyFetch<'c>>,
+}
+
+/// Where and how often an issuer's keys are fetched: the key-source table
+/// the module lists to its hosts, and the limits it installs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyFetch<'c> {
+    /// What `url` is: the JWKS document or the discovery document.
+    pub kind: SourceKind,
+    /// The absolute http(s) URL the hosts fetch.
+    pub url: &'c str,
+    /// Fetch again this long after a success, at most.
+    pub refresh_secs: u32,
+    /// The shortest time between two fetches.
+    pub refetch_secs: u32,
+    /// How long one fetch may take.
+    pub timeout_ms: u32,
+    /// How long fetched keys stay usable without a successful fetch.
+    pub max_stale_secs: u32,
+    /// The most keys a document may hold.
+    pub max_keys: u16,
 }
 
 /// One route: tokens for `audience` go to `origin`, under `base_path`.
@@ -275,6 +301,10 @@ impl Config<'_> {
 }
 
 include!(concat!(env!("OUT_DIR"), "/config.rs"));
+
+/// The compiled config's issuers: the store of fetched keys keeps a clock
+/// for each.
+pub const ISSUER_COUNT: usize = CONFIG.issuers.len();
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@ use crate::http::request::{self, MAX_HEADERS};
 use crate::http::{target, tokens};
 use crate::jose::claims::{self, Verified};
 use crate::jose::{header, jws, signature};
+use crate::keys::{FetchedKeys, Lookup};
 use crate::policy;
 use crate::reject::Rejection;
 
@@ -32,31 +33,35 @@ pub struct Outcome<'a> {
     pub output: &'a [u8],
 }
 
-/// Decides one request. `input` is what the host wrote into the input
-/// buffer: the context line, then the request head (`ABI.md`). `now` is
-/// Unix seconds from the host's clock; `scratch` is the request's arena,
-/// reset by this call. The output is always the first bytes of `scratch`.
+/// Decides one request with the config's compiled keys. `input` is what
+/// the host wrote into the input buffer: the context line, then the request
+/// head (`ABI.md`). `now` is Unix seconds from the host's clock; `scratch`
+/// is the request's arena, reset by this call. The output is always the
+/// first bytes of `scratch`.
 pub fn handle<'a>(input: &[u8], now: f64, config: &Config<'_>, scratch: &'a mut [u8]) -> Outcome<'a> {
-    decide_with(input, now, config, scratch, None)
+    decide_with(input, now, config, FetchedKeys::none(), scratch, None)
 }
 
-/// [`handle`] for an instance that serves request after request: tokens
-/// verified before are looked up in `cache` ([`crate::cache`]), which never
-/// changes a decision, only how much of it is computed again.
+/// [`handle`] for an instance that serves request after request, with the
+/// keys it fetched: tokens verified before are looked up in `cache`
+/// ([`crate::cache`]), which never changes a decision, only how much of it
+/// is computed again.
 pub fn handle_cached<'a>(
     input: &[u8],
     now: f64,
     config: &Config<'_>,
+    fetched: &FetchedKeys,
     scratch: &'a mut [u8],
     cache: &mut TokenCache,
 ) -> Outcome<'a> {
-    decide_with(input, now, config, scratch, Some(cache))
+    decide_with(input, now, config, fetched, scratch, Some(cache))
 }
 
 fn decide_with<'a>(
     input: &[u8],
     now: f64,
     config: &Config<'_>,
+    fetched: &FetchedKeys,
     scratch: &'a mut [u8],
     cache: Option<&mut TokenCache>,
 ) -> Outcome<'a> {
@@ -67,9 +72,13 @@ fn decide_with<'a>(
     let mut arena = Arena::new(rest);
     let mut encoder = Encoder::new(&mut *out);
     let mut context = AnswerContext::default();
+    let mut keys = Lookup::new(fetched);
     let decided = clock(now)
-        .and_then(|now| decide(input, now, config, &mut arena, &mut encoder, cache, &mut context))
+        .and_then(|now| decide(input, now, config, &mut keys, &mut arena, &mut encoder, cache, &mut context))
         .map(|status| (status, encoder.written()));
+    if cfg!(runtime_keys) {
+        context.refresh_keys = keys.refresh;
+    }
     finish(decided, config, &context, out)
 }
 
@@ -86,10 +95,12 @@ pub fn reject<'a>(rejection: Rejection, config: &Config<'_>, scratch: &'a mut [u
 /// the request earned without a rejection (a preflight). What a rejection
 /// needs besides its reason (the rule's scopes, the browser's origin) is
 /// noted in `answer_context` as the phases learn it.
+#[allow(clippy::too_many_arguments)] // the request's state, each piece its own
 fn decide<'x>(
     input: &'x [u8],
     now: u64,
     config: &Config<'x>,
+    keys: &mut Lookup<'_>,
     arena: &mut Arena<'x>,
     out: &mut Encoder<'_>,
     cache: Option<&mut TokenCache>,
@@ -131,7 +142,7 @@ fn decide<'x>(
         Access::Token(requirements) => {
             answer_context.scope = requirements.scope_attribute;
             let token = tokens::find(&head, config)?;
-            let verified = authorize(token, now, config, arena, cache)?;
+            let verified = authorize(token, now, config, keys, arena, cache)?;
             policy::requirements::check(&requirements, &verified, &config.policy)?;
             Grant::token(verified, token)
         }
@@ -148,6 +159,7 @@ pub fn authorize<'c, 'a>(
     token: &'a [u8],
     now: u64,
     config: &Config<'c>,
+    keys: &mut Lookup<'_>,
     arena: &mut Arena<'a>,
     cache: Option<&mut TokenCache>,
 ) -> Result<Verified<'c, 'a>, Rejection> {
@@ -157,7 +169,7 @@ pub fn authorize<'c, 'a>(
             copy.copy_from_slice(cached);
             (&*copy, true)
         }
-        None => (verify(token, config, arena)?, false),
+        None => (verify(token, now, config, keys, arena)?, false),
     };
     let verified = claims::check(claims_json, now, config, arena)?;
     if let (Some(cache), false) = (cache, hit) {
@@ -167,13 +179,36 @@ pub fn authorize<'c, 'a>(
 }
 
 /// Splits the token, checks its header and signature with a key of its
-/// issuer, and decodes its claims.
-fn verify<'a>(token: &'a [u8], config: &Config<'_>, arena: &mut Arena<'a>) -> Result<&'a [u8], Rejection> {
+/// issuer (compiled, or fetched and fresh at `now`), and decodes its claims.
+fn verify<'a>(
+    token: &'a [u8],
+    now: u64,
+    config: &Config<'_>,
+    keys: &mut Lookup<'_>,
+    arena: &mut Arena<'a>,
+) -> Result<&'a [u8], Rejection> {
     let parts = jws::split(token)?;
     let header_json = jws::decode(parts.header, arena)?;
     let claims_json = jws::decode(parts.payload, arena)?;
-    let keys = claims::issuer_keys(claims_json, config)?;
-    let key = header::select_key(header_json, keys)?;
+    let index = claims::issuer_index(claims_json, config)?;
+    let token_header = header::check(header_json)?;
+    let issuer = index.and_then(|i| Some((i, config.issuers.get(i)?)));
+    #[cfg(not(runtime_keys))]
+    let key = {
+        let _ = (now, &keys);
+        header::pick(&token_header, issuer.map_or(&[][..], |(_, issuer)| issuer.keys))?
+    };
+    #[cfg(runtime_keys)]
+    let key = &match issuer {
+        Some((i, issuer)) => keys.fetched.select(&token_header, i, issuer, now).inspect_err(|rejection| {
+            if issuer.fetch.is_some()
+                && matches!(rejection, Rejection::UnknownKey | Rejection::KeysUnavailable)
+            {
+                keys.refresh = u8::try_from(i).ok();
+            }
+        })?,
+        None => *header::pick(&token_header, &[])?,
+    };
     signature::verify_jws(key, parts.signing_input, parts.signature)?;
     Ok(claims_json)
 }

@@ -128,6 +128,64 @@ impl HmacKey {
     pub const UNKEYED: HmacKey = HmacKey { inner: [0; 8], outer: [0; 8] };
 }
 
+#[cfg(runtime_keys)]
+mod fetched;
+#[cfg(runtime_keys)]
+pub use fetched::{DOCUMENT_CAPACITY, FetchedKeys, InstallError};
+
+/// The keys fetched at run time: none in a module whose config fetches no
+/// keys (no bytes, no memory), the store of [`fetched`] otherwise.
+#[cfg(not(runtime_keys))]
+#[derive(Debug, Default)]
+pub struct FetchedKeys;
+
+#[cfg(not(runtime_keys))]
+impl FetchedKeys {
+    /// No fetched keys.
+    pub const fn new() -> Self {
+        FetchedKeys
+    }
+
+    /// The key for a checked header among the issuer's compiled keys.
+    pub fn select<'k>(
+        &'k self,
+        token: &crate::jose::header::TokenHeader<'_>,
+        _index: usize,
+        issuer: &'k crate::config::Issuer<'k>,
+        _now: u64,
+    ) -> Result<VerifyingKey<'k>, crate::reject::Rejection> {
+        crate::jose::header::pick(token, issuer.keys).copied()
+    }
+}
+
+impl FetchedKeys {
+    /// A store with no keys, for a caller that fetches none (a static: the
+    /// store is large, and never on a stack).
+    pub fn none() -> &'static FetchedKeys {
+        static NONE: FetchedKeys = FetchedKeys::new();
+        &NONE
+    }
+}
+
+/// The keys one request may be verified with: the config's, and those
+/// fetched at run time; and, when the token needed fetched keys it did not
+/// find, the issuer whose keys the host should fetch (`ABI.md`, the `~`
+/// line).
+pub struct Lookup<'k> {
+    /// The installed fetched keys.
+    pub fetched: &'k FetchedKeys,
+    /// Set when a token named a kid its issuer's fetched keys lack, or they
+    /// are stale: that issuer's index.
+    pub refresh: Option<u8>,
+}
+
+impl<'k> Lookup<'k> {
+    /// A lookup in `fetched`.
+    pub fn new(fetched: &'k FetchedKeys) -> Self {
+        Lookup { fetched, refresh: None }
+    }
+}
+
 #[cfg(feature = "rs256")]
 pub use rsa::{MAX_MODULUS_BYTES, Modulus, RsaKey, params_2048, params_3072, params_4096};
 

@@ -39,24 +39,25 @@ impl ErrorCode {
 /// Generates [`Rejection`] from rows of `doc, Variant => (status, code,
 /// reason)`, optionally `if policy_x`: the policy cfg that alone gives the
 /// rejection. A module built without that policy never gives it, so its
-/// reason is not carried (the module stays the size of its config).
+/// reason is not carried (the module stays the size of its config). A row
+/// marked `only x` exists only with cfg `x`: its variant too.
 macro_rules! rejections {
-    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal) $(if $given:meta)?,)+) => {
+    ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal) $(if $given:meta)? $(only $only:meta)?,)+) => {
         /// Why a request was not forwarded. Variants carry no data, so a
         /// rejection is one byte and its reason a static string.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum Rejection {
-            $($(#[doc = $doc])+ $variant,)+
+            $($(#[doc = $doc])+ $(#[cfg($only)])? $variant,)+
         }
 
         impl Rejection {
             /// Every variant, in table order.
-            pub const ALL: &'static [Rejection] = &[$(Rejection::$variant,)+];
+            pub const ALL: &'static [Rejection] = &[$($(#[cfg($only)])? Rejection::$variant,)+];
 
             /// The HTTP status of the answer.
             pub const fn status(self) -> u16 {
                 match self {
-                    $(Rejection::$variant => $status,)+
+                    $($(#[cfg($only)])? Rejection::$variant => $status,)+
                 }
             }
 
@@ -66,7 +67,7 @@ macro_rules! rejections {
             /// failures.
             pub const fn error_code(self) -> Option<ErrorCode> {
                 match self {
-                    $(Rejection::$variant => $code,)+
+                    $($(#[cfg($only)])? Rejection::$variant => $code,)+
                 }
             }
 
@@ -76,7 +77,7 @@ macro_rules! rejections {
                 // One table, indexed by the variant: a reason whose policy
                 // is compiled out is empty, so its text is not carried.
                 const REASONS: &[&str] = &[$(
-                    {
+                    $(#[cfg($only)])? {
                         $(#[cfg($given)])? let reason = $reason;
                         $(#[cfg(not($given))] let reason = "";)?
                         reason
@@ -176,6 +177,10 @@ rejections! {
     CriticalHeader => (401, TOKEN, "crit header not supported"),
     /// `kid` names no configured key.
     UnknownKey => (401, TOKEN, "unknown kid"),
+    /// The token's issuer fetches its keys at run time, and none are
+    /// installed or they are older than its `max_stale_secs`: the gateway
+    /// fails closed rather than trust keys the provider may have withdrawn.
+    KeysUnavailable => (503, NONE, "signing keys unavailable") only runtime_keys,
     /// No `kid`, and more than one key is configured.
     KeyIdRequired => (401, TOKEN, "kid required"),
     /// The signature part is empty.
@@ -280,6 +285,8 @@ mod tests {
         (Rejection::UnsupportedType, 401, "invalid_token", "typ must be JWT or at+jwt"),
         (Rejection::CriticalHeader, 401, "invalid_token", "crit header not supported"),
         (Rejection::UnknownKey, 401, "invalid_token", "unknown kid"),
+        #[cfg(runtime_keys)]
+        (Rejection::KeysUnavailable, 503, "", "signing keys unavailable"),
         (Rejection::KeyIdRequired, 401, "invalid_token", "kid required"),
         (Rejection::MissingSignature, 401, "invalid_token", "signature missing"),
         (Rejection::BadSignature, 401, "invalid_token", "signature mismatch"),
@@ -345,6 +352,8 @@ mod tests {
                         Rejection::MissingAuthorization | Rejection::UnsupportedScheme
                     ))
                 }
+                #[cfg(runtime_keys)]
+                (503, None) => assert_eq!(*rejection, Rejection::KeysUnavailable),
                 (500, None) => {}
                 other => panic!("{rejection:?}: {other:?}"),
             }

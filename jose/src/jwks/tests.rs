@@ -1,6 +1,6 @@
 use super::*;
 
-const ALL: Limits = Limits { max_keys: 8, built: &[Alg::Rs256, Alg::Es256, Alg::EdDsa] };
+const ALL: Limits = Limits { max_keys: 8, built: &[Alg::Rs256, Alg::Es256, Alg::EdDsa], skip_unbuilt: false };
 
 fn fixture() -> serde_json::Value {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/keys/idp-jwks.json"))
@@ -245,4 +245,16 @@ fn limits_the_keys_and_the_algorithms() {
     let rsa_only = Limits { built: &[Alg::Rs256], ..ALL };
     let line = read_all(&fixture().to_string(), &rsa_only).expect_err("ES256 not built");
     assert!(line.contains("key 1 (kid \"ec-a3\") is ES256, which this build does not verify"), "{line}");
+    // A provider's document: the keys of other algorithms are skipped.
+    let skipping = Limits { skip_unbuilt: true, ..rsa_only };
+    let mut kids = std::vec::Vec::new();
+    let count = read(fixture().to_string().as_bytes(), &skipping, |jwk| {
+        kids.push(jwk.kid.to_owned());
+        Ok(())
+    });
+    assert_eq!(count, Ok(1));
+    assert_eq!(kids, ["rsa-a2"]);
+    let nothing_built = Limits { max_keys: 8, built: &[], skip_unbuilt: true };
+    let line = read_all(&fixture().to_string(), &nothing_built).expect_err("none");
+    assert!(line.contains("holds no signing key this gateway verifies"), "{line}");
 }

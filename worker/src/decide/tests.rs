@@ -23,7 +23,7 @@ static CONFIG: std::sync::LazyLock<Config<'static>> = std::sync::LazyLock::new(|
 
 /// The test config with one issuer, `iss`, whose keys are `keys`.
 fn with_issuer(iss: Option<&'static str>, keys: &'static [VerifyingKey<'static>]) -> Config<'static> {
-    let issuers = std::vec![Issuer { iss, leeway_secs: 0, keys, audiences: &[] }].leak();
+    let issuers = std::vec![Issuer { iss, leeway_secs: 0, keys, audiences: &[], fetch: None }].leak();
     Config {
         realm: "gw",
         trusted_proxy_hops: 0,
@@ -80,7 +80,8 @@ fn decide(head: &str) -> (u16, String) {
 fn decide_cached(head: &str, now: u64, config: &Config<'_>, cache: &mut TokenCache) -> (u16, String) {
     let mut scratch = scratch();
     let input = std::format!("http 192.0.2.1\n{head}");
-    let answer = handle_cached(input.as_bytes(), now as f64, config, &mut scratch, cache);
+    let fetched = crate::keys::FetchedKeys::none();
+    let answer = handle_cached(input.as_bytes(), now as f64, config, fetched, &mut scratch, cache);
     (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
 }
 
@@ -99,7 +100,8 @@ fn authorized(head: &str, now: u64, config: &Config<'_>) -> Result<(), Rejection
     let token = crate::http::tokens::find(&head, config)?;
     let mut scratch = scratch();
     let mut arena = Arena::new(&mut scratch);
-    authorize(token, now, config, &mut arena, None).map(|_| ())
+    let fetched = crate::keys::FetchedKeys::none();
+    authorize(token, now, config, &mut crate::keys::Lookup::new(fetched), &mut arena, None).map(|_| ())
 }
 
 #[test]

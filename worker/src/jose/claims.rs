@@ -23,7 +23,7 @@
 //! - `iss` selects the issuer: with one issuer it must equal its `iss` when
 //!   that is configured; with several it must equal one of theirs (the
 //!   token's `iss`, read before the signature as Envoy does, also chose the
-//!   keys it was verified with: [`issuer_keys`]).
+//!   keys it was verified with: [`issuer_index`]).
 //! - `aud` is a string or an array of at most [`MAX_AUDIENCES`] strings; the
 //!   first audience, in token order, that has a route the issuer may use wins.
 //! - `sub`, when present, is forwarded upstream as a header, so it must
@@ -38,7 +38,6 @@
 use crate::arena::Arena;
 use crate::config::{Config, Issuer, Route};
 use crate::jose::json::{self, RawString, Reader, Unescape};
-use crate::keys::VerifyingKey;
 use crate::reject::Rejection;
 use crate::route;
 
@@ -133,15 +132,16 @@ pub fn check<'c, 'a>(
     judge(&claims, now, config)
 }
 
-/// The keys a token with these (not yet verified) claims is verified with:
-/// its issuer's. With one issuer nothing is read; with several, `iss` picks
-/// one and a token naming none of them is refused before its signature.
-pub fn issuer_keys<'c>(claims_json: &[u8], config: &Config<'c>) -> Result<&'c [VerifyingKey<'c>], Rejection> {
+/// The index of the issuer whose keys verify a token with these (not yet
+/// verified) claims; `None` when the config has no issuer. With one issuer
+/// nothing is read; with several, `iss` picks one and a token naming none
+/// of them is refused before its signature.
+pub fn issuer_index(claims_json: &[u8], config: &Config<'_>) -> Result<Option<usize>, Rejection> {
     match config.issuers {
-        [] => Ok(&[]),
-        [only] => Ok(only.keys),
+        [] => Ok(None),
+        [_] => Ok(Some(0)),
         #[cfg(policy_issuers)]
-        several => read_issuer(claims_json, several).map(|issuer| issuer.keys),
+        several => read_issuer(claims_json, several).map(Some),
         #[cfg(not(policy_issuers))]
         _ => {
             let _ = claims_json;
@@ -153,10 +153,10 @@ pub fn issuer_keys<'c>(claims_json: &[u8], config: &Config<'c>) -> Result<&'c [V
 /// The issuer among `issuers` that the `iss` of unverified claims names,
 /// read with the same strict pass (escapes decoded as they are compared).
 #[cfg(policy_issuers)]
-fn read_issuer<'c>(json: &[u8], issuers: &'c [Issuer<'c>]) -> Result<&'c Issuer<'c>, Rejection> {
+fn read_issuer(json: &[u8], issuers: &[Issuer<'_>]) -> Result<usize, Rejection> {
     const MALFORMED: Rejection = Rejection::MalformedClaims;
     let mut reader = Reader::new(json).ok_or(MALFORMED)?;
-    let mut found: Option<Option<&'c Issuer<'c>>> = None;
+    let mut found: Option<Option<usize>> = None;
     reader.skip_whitespace();
     let mut more = reader.open(b'{', b'}').ok_or(MALFORMED)?;
     while more {
@@ -168,10 +168,10 @@ fn read_issuer<'c>(json: &[u8], issuers: &'c [Issuer<'c>]) -> Result<&'c Issuer<
         if is_iss && !reader.null() {
             let raw = reader.string().ok_or(MALFORMED)?;
             let mut matching = None;
-            for issuer in issuers {
+            for (i, issuer) in issuers.iter().enumerate() {
                 let Some(iss) = issuer.iss else { continue };
                 if json::decoded_eq(raw, iss).map_err(|_| Rejection::LoneSurrogate)? {
-                    matching = Some(issuer);
+                    matching = Some(i);
                 }
             }
             found = Some(matching);

@@ -69,12 +69,19 @@ fn read(json: &[u8]) -> Option<RawHeader<'_>> {
     reader.at_end().then_some(header)
 }
 
-/// Checks the decoded header JSON and returns the key it selects, which is
-/// always a key of the algorithm the header names.
-pub fn select_key<'c>(
-    header_json: &[u8],
-    keys: &'c [VerifyingKey<'c>],
-) -> Result<&'c VerifyingKey<'c>, Rejection> {
+/// A checked JOSE header: the algorithm it names, one this build verifies,
+/// and its `kid` as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenHeader<'a> {
+    /// The algorithm `alg` names.
+    pub alg: Alg,
+    /// The `kid`, escapes not decoded (an escaped kid names no key).
+    pub kid: Option<&'a str>,
+}
+
+/// Checks the decoded header JSON: strict, an `alg` this build verifies, a
+/// `typ` of a JWT, no `crit`.
+pub fn check(header_json: &[u8]) -> Result<TokenHeader<'_>, Rejection> {
     let header = read(header_json).ok_or(Rejection::MalformedHeader)?;
     let alg = header.alg.and_then(Alg::from_name).ok_or(Rejection::UnsupportedAlgorithm)?;
     if let Some(typ) = header.typ
@@ -86,17 +93,40 @@ pub fn select_key<'c>(
     if header.crit {
         return Err(Rejection::CriticalHeader);
     }
+    Ok(TokenHeader { alg, kid: header.kid })
+}
+
+/// Checks the decoded header JSON and returns the key of `keys` it
+/// selects, which is always a key of the algorithm the header names.
+pub fn select_key<'c>(
+    header_json: &[u8],
+    keys: &'c [VerifyingKey<'c>],
+) -> Result<&'c VerifyingKey<'c>, Rejection> {
+    pick(&check(header_json)?, keys)
+}
+
+/// The key of `keys` a checked header selects: by `kid`, or the only key
+/// when there is one and no `kid`.
+pub fn pick<'k>(
+    header: &TokenHeader<'_>,
+    keys: &'k [VerifyingKey<'k>],
+) -> Result<&'k VerifyingKey<'k>, Rejection> {
     let key = match (header.kid, keys) {
         (Some(kid), _) => keys.iter().find(|key| key.kid() == kid).ok_or(Rejection::UnknownKey)?,
         (None, [only]) => only,
         (None, _) => return Err(Rejection::KeyIdRequired),
     };
-    // The key decides the algorithm; the header only has to agree with it
-    // (RFC 8725 section 3.1): an HS256 header never reaches an RSA key.
-    if key.alg() != alg {
-        return Err(Rejection::UnsupportedAlgorithm);
-    }
+    agree(header, key)?;
     Ok(key)
+}
+
+/// The key decides the algorithm; the header only has to agree with it
+/// (RFC 8725 section 3.1): an HS256 header never reaches an RSA key.
+pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rejection> {
+    match key.alg() == header.alg {
+        true => Ok(()),
+        false => Err(Rejection::UnsupportedAlgorithm),
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@ use crate::config::Policy;
 
 const NOW: u64 = 1_800_000_000;
 const ISSUER: Issuer<'static> =
-    Issuer { iss: Some("https://issuer.example"), leeway_secs: 30, keys: &[], audiences: &[] };
+    Issuer { iss: Some("https://issuer.example"), leeway_secs: 30, keys: &[], audiences: &[], fetch: None };
 const CONFIG: Config<'static> = Config {
     realm: "test",
     trusted_proxy_hops: 0,
@@ -145,8 +145,14 @@ mod several_issuers {
     use super::*;
 
     const ISSUERS: &[Issuer<'static>] = &[
-        Issuer { iss: Some("https://a.example"), leeway_secs: 0, keys: &[], audiences: &["orders"] },
-        Issuer { iss: Some("https://b.example"), leeway_secs: 60, keys: &[], audiences: &[] },
+        Issuer {
+            iss: Some("https://a.example"),
+            leeway_secs: 0,
+            keys: &[],
+            audiences: &["orders"],
+            fetch: None,
+        },
+        Issuer { iss: Some("https://b.example"), leeway_secs: 60, keys: &[], audiences: &[], fetch: None },
     ];
     const TWO: Config<'static> = Config { issuers: ISSUERS, ..CONFIG };
 
@@ -193,17 +199,25 @@ mod several_issuers {
 
     #[test]
     fn keys_are_the_issuers_own_and_iss_is_read_strictly_before_the_signature() {
-        const KEY_A: VerifyingKey<'static> = VerifyingKey::Hs256(crate::keys::Hs256Key {
-            kid: "k",
-            secret: b"0123456789abcdef0123456789abcdef",
-            hmac: crate::keys::HmacKey::UNKEYED,
-        });
+        const KEY_A: crate::keys::VerifyingKey<'static> =
+            crate::keys::VerifyingKey::Hs256(crate::keys::Hs256Key {
+                kid: "k",
+                secret: b"0123456789abcdef0123456789abcdef",
+                hmac: crate::keys::HmacKey::UNKEYED,
+            });
         const A_KEYS: &[Issuer<'static>] = &[
-            Issuer { iss: Some("https://a.example"), leeway_secs: 0, keys: &[KEY_A], audiences: &[] },
-            Issuer { iss: Some("https://b.example"), leeway_secs: 0, keys: &[], audiences: &[] },
+            Issuer {
+                iss: Some("https://a.example"),
+                leeway_secs: 0,
+                keys: &[KEY_A],
+                audiences: &[],
+                fetch: None,
+            },
+            Issuer { iss: Some("https://b.example"), leeway_secs: 0, keys: &[], audiences: &[], fetch: None },
         ];
         let config = Config { issuers: A_KEYS, ..CONFIG };
-        let keys = |json: &str| issuer_keys(json.as_bytes(), &config).map(|k| k.len());
+        let keys =
+            |json: &str| issuer_index(json.as_bytes(), &config).map(|i| A_KEYS[i.expect("one")].keys.len());
         assert_eq!(keys(r#"{"iss":"https://a.example"}"#), Ok(1));
         assert_eq!(keys(r#"{"iss":"https://b.example"}"#), Ok(0), "b's kid k is not a's");
         assert_eq!(keys(r#"{"iss":"https://c.example"}"#), Err(Rejection::WrongIssuer));

@@ -9,7 +9,7 @@ const CONFIG: Config<'static> = Config {
     realm: "gw",
     trusted_proxy_hops: 0,
     max_token_bytes: 2048,
-    issuers: &[Issuer { iss: None, leeway_secs: 0, keys: &[], audiences: &[] }],
+    issuers: &[Issuer { iss: None, leeway_secs: 0, keys: &[], audiences: &[], fetch: None }],
     routes: &[Route { audience: "api", origin: "http://api", base_path: "" }],
     policy: POLICY,
 };
