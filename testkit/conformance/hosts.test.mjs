@@ -1,11 +1,15 @@
-// The forwarding conformance corpus (forwarding.jsonl), and the attack
-// corpus of security/tests/attacks.rs (written by its `write_http_corpus`
-// around the real clock into target/attack-corpus/attacks.jsonl), over real
-// HTTP, through every host, to a recording upstream on loopback. Each host runs
-// the module built from testkit/fixture.toml (`make fixture`); each case's
-// bytes go out on a fresh connection, and every response, and every request
-// the upstream received, must be the outcome the corpus states. A host
-// passes only with the corpus's results, so all hosts give the same ones.
+// The conformance corpora over real HTTP, through every host, to a
+// recording upstream on loopback: the forwarding corpus (forwarding.jsonl)
+// and the attack corpus of security/tests/attacks.rs (written by its
+// `write_http_corpus` around the real clock into
+// target/attack-corpus/attacks.jsonl) through the module built from
+// testkit/fixture.toml, and the policy corpus (policies.jsonl, with the
+// issuers' leeway minted here around the real clock) through the module
+// built from testkit/fixture-policies.toml (`make fixture` builds both).
+// Each case's bytes go out on a fresh connection, and every response, and
+// every request the upstream received, must be the outcome the corpus
+// states. A host passes only with the corpus's results, so all hosts give
+// the same ones.
 //
 //   node --test testkit/conformance/
 import assert from "node:assert/strict";
@@ -15,8 +19,8 @@ import net from "node:net";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { FIXTURE_WASM, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { FIXTURE_WASM, ROOT, hostSimServeHelp, mintToken, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
+import { FIXTURE_CONFIG, FIXTURE_ENVOY_WASM, envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const readCorpus = (path) =>
@@ -25,6 +29,7 @@ const readCorpus = (path) =>
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line));
 const CASES = readCorpus(join(HERE, "forwarding.jsonl"));
+const POLICY_CASES = readCorpus(join(HERE, "policies.jsonl"));
 const ATTACKS_FILE = join(HERE, "..", "..", "target", "attack-corpus", "attacks.jsonl");
 if (!existsSync(ATTACKS_FILE) && process.env.REQUIRE_HOST_SIM === "1") {
   throw new Error(`${ATTACKS_FILE} is missing: scripts/test-extra.sh writes it`);
@@ -33,6 +38,31 @@ const ATTACKS = existsSync(ATTACKS_FILE) ? readCorpus(ATTACKS_FILE) : [];
 
 /** The fixture's origins (testkit/fixture.toml); the recorder stands in for each. */
 const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
+
+/** The modules each corpus runs through, as each host loads them (`make fixture`). */
+const MODULES = {
+  forwarding: { wasm: FIXTURE_WASM, envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG } },
+  policies: {
+    wasm: join(ROOT, "target", "fixture", "gateway-policies.wasm"),
+    envoy: { wasm: join(ROOT, "target", "fixture", "gateway-policies-envoy.wasm"), config: join(ROOT, "testkit", "fixture-policies.toml") },
+  },
+};
+
+/**
+ * The recorder's own response fields (RECORDER_FIELDS of generate.mjs): CORS
+ * fields and a Vary of its own, so that the corpus sees what the gateway
+ * removes from and adds to an upstream's response.
+ */
+const RECORDER_FIELDS = {
+  "content-type": "application/json",
+  "x-recorder": "1",
+  "access-control-allow-origin": "*",
+  "access-control-allow-credentials": "true",
+  "access-control-allow-methods": "*",
+  "access-control-allow-headers": "*",
+  "access-control-expose-headers": "x-recorder",
+  vary: "Accept-Encoding",
+};
 
 /**
  * Fields each host's HTTP stack owns: framing and the connection. The plan
@@ -64,7 +94,7 @@ async function startRecorder() {
           host: req.headers.host ?? null,
         };
         received.push(record);
-        res.writeHead(200, { "content-type": "application/json", "x-recorder": "1" });
+        res.writeHead(200, RECORDER_FIELDS);
         res.end(JSON.stringify(record));
       });
     });
@@ -81,7 +111,10 @@ async function startRecorder() {
   };
 }
 
-/** Parses as many complete responses as `buf` holds. */
+/**
+ * Parses as many complete responses as `buf` holds: { status, headers (the
+ * last of each name), fields ([name, value] in order), body }.
+ */
 function parseResponses(buf) {
   const out = [];
   let at = 0;
@@ -91,9 +124,12 @@ function parseResponses(buf) {
     const lines = buf.subarray(at, end).toString("latin1").split("\r\n");
     const status = Number(lines[0].split(" ")[1]);
     const headers = {};
+    const fields = [];
     for (const line of lines.slice(1)) {
       const colon = line.indexOf(":");
-      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      const name = line.slice(0, colon).trim().toLowerCase();
+      headers[name] = line.slice(colon + 1).trim();
+      fields.push([name, headers[name]]);
     }
     let bodyStart = end + 4;
     let body;
@@ -118,7 +154,7 @@ function parseResponses(buf) {
       body = buf.subarray(bodyStart, bodyStart + length);
       bodyStart += length;
     }
-    out.push({ status, headers, body: body.toString("utf8") });
+    out.push({ status, headers, fields, body: body.toString("utf8") });
     at = bodyStart;
   }
   return out;
@@ -165,11 +201,31 @@ function outcomeOf(response) {
   return { status: response.status, reason };
 }
 
-/** Whether `got`, from `host` (a key of HOSTS), is the stated outcome (or one of its choices). */
-function matches(expected, got, host) {
-  if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got, host));
+/** The value of the response field `name`: its lines joined with ", " (RFC 9110 section 5.3), or null. */
+function combined(fields, name) {
+  const values = fields.filter(([n]) => n === name).map(([, v]) => v);
+  return values.length > 0 ? values.join(", ") : null;
+}
+
+/** A field value with the spaces around its list commas made one (RFC 9110 section 5.6.1). */
+const listValue = (value) => value?.split(",").map((item) => item.trim()).join(", ") ?? null;
+
+/** Whether the response's `fields` have the values and absences `expected` states. */
+function responseMatches(expected, fields) {
+  return (
+    (expected.response_headers ?? []).every(([name, value]) => listValue(combined(fields, name)) === listValue(value)) &&
+    (expected.absent_response_headers ?? []).every((name) => combined(fields, name) === null)
+  );
+}
+
+/**
+ * Whether `got`, from `host` (a key of HOSTS), with the response's
+ * `fields`, is the stated outcome (or one of its choices).
+ */
+function matches(expected, got, host, fields = []) {
+  if (expected.any_of) return expected.any_of.some((choice) => matches(choice, got, host, fields));
   // Pinned per host: every host must be listed, so a new one states its own.
-  if (expected.hosts) return host in expected.hosts && matches(expected.hosts[host], got, host);
+  if (expected.hosts) return host in expected.hosts && matches(expected.hosts[host], got, host, fields);
   // The attack corpus: refused with the module's status and reason.
   if (expected.refused) {
     return !got.upstream && got.status === expected.refused.status && got.reason === expected.refused.reason;
@@ -179,11 +235,11 @@ function matches(expected, got, host) {
     const subject = got.upstream?.headers.find(([name]) => name === "x-gateway-subject")?.[1] ?? null;
     return got.upstream?.origin === expected.forwarded.origin && subject === expected.forwarded.subject;
   }
-  const { front_end, ...exact } = expected;
+  const { front_end, response_headers, absent_response_headers, ...exact } = expected;
   if (front_end && exact.status === undefined) return got.status >= 400 && got.reason === null && !got.upstream;
   try {
     assert.deepEqual(got, exact);
-    return true;
+    return responseMatches(expected, fields);
   } catch {
     // The host's own parser may refuse first: the same status, no module reason.
     return front_end === true && got.status === exact.status && got.reason !== exact.reason && !got.upstream;
@@ -210,14 +266,22 @@ function describeHost(title, host, start, cases, timeout, check) {
   });
 }
 
-/** The forwarding corpus: every response, and every forward, as the corpus states. */
+/**
+ * The forwarding and policy corpora: every response, and every forward, as
+ * the corpus states. A case minted at run time has `prepare()` instead of
+ * its request and expectations.
+ */
 async function checkForwarding(c, gateway, recorder, host) {
+  const { request, expect } = c.prepare ? c.prepare() : c;
   const seen = recorder.received.length;
-  const responses = await exchange(gateway.port, c.request, c.expect.length);
+  const responses = await exchange(gateway.port, request, expect.length);
   const got = responses.map(outcomeOf);
-  assert.equal(got.length, c.expect.length, `responses: ${JSON.stringify(got)}`);
-  c.expect.forEach((expected, i) =>
-    assert.ok(matches(expected, got[i], host), `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}`),
+  assert.equal(got.length, expect.length, `responses: ${JSON.stringify(got)}`);
+  expect.forEach((expected, i) =>
+    assert.ok(
+      matches(expected, got[i], host, responses[i].fields),
+      `response ${i + 1}\n  expected ${JSON.stringify(expected)}\n  got      ${JSON.stringify(got[i])}\n  fields   ${JSON.stringify(responses[i].fields)}`,
+    ),
   );
   // Nothing reaches the upstream but the forwards the corpus states.
   const forwards = got.filter((g) => g.upstream).length;
@@ -249,19 +313,50 @@ async function checkAttack(c, gateway, recorder, host) {
   }
 }
 
+/**
+ * The issuers' own leeway (30 s for the first, none for the partner), with
+ * tokens minted around the real clock just before each is sent: the
+ * corpus's tokens expire in 2100, and hosts read the real clock. The native
+ * runner checks the same at its fixed clock (`each_issuer_has_its_own_leeway`).
+ */
+function leewayCases() {
+  const policy = JSON.parse(readFileSync(join(ROOT, "target", "fixture", "fixture-policies.json"), "utf8"));
+  const [first, partner] = policy.issuers;
+  const minted = (issuer, times) => () => {
+    const now = Math.floor(Date.now() / 1000);
+    const key = Buffer.from(issuer.keys[0].secret_hex, "hex");
+    const token = mintToken(key, { iss: issuer.iss, aud: "orders", sub: "alice", ...times(now) }, { alg: "HS256", typ: "JWT", kid: issuer.keys[0].kid });
+    return `GET /orders/7 HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+  };
+  const forwarded = { forwarded: { origin: ORIGINS[0], subject: "alice" } };
+  const cases = [
+    ["first issuer: expired 10 s ago, within its 30 s leeway", first, (now) => ({ exp: now - 10 }), forwarded],
+    ["partner: expired 10 s ago, no leeway", partner, (now) => ({ exp: now - 10 }), { refused: { status: 401, reason: "token expired" } }],
+    ["first issuer: valid 10 s from now, within its leeway", first, (now) => ({ exp: now + 600, nbf: now + 10 }), forwarded],
+    ["partner: valid 10 s from now, no leeway", partner, (now) => ({ exp: now + 600, nbf: now + 10 }), { refused: { status: 401, reason: "token not yet valid" } }],
+  ];
+  return cases.map(([name, issuer, times, expected]) => ({
+    name: `leeway: ${name}`,
+    prepare: () => ({ request: minted(issuer, times)(), expect: [expected] }),
+  }));
+}
+
 const overrides = (recorder) => ORIGINS.map((o) => [o, recorder.addresses[o]]);
 
-/** Each host (its title, its key in a corpus's `hosts` outcomes), started to forward to `recorder`, when it is there to run. */
+/**
+ * Each host (its title, its key in a corpus's `hosts` outcomes), started
+ * with `module` to forward to `recorder`, when it is there to run.
+ */
 const HOSTS = [
-  ["workerd", "workerd", (recorder) => startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), FIXTURE_WASM)],
+  ["workerd", "workerd", (recorder, module) => startWorkerd(overrides(recorder).map(([from, to]) => `${from}=${to}`).join(","), module.wasm)],
 ];
 // Required in `make test` (REQUIRE_HOST_SIM=1); skipped elsewhere when host-sim is not built.
 if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
   HOSTS.push([
     "host-sim serve",
     "host-sim",
-    (recorder) =>
-      startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, FIXTURE_WASM),
+    (recorder, module) =>
+      startHostSim(overrides(recorder).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, module.wasm),
   ]);
 }
 // Required in `make test` (REQUIRE_ENVOY=1); skipped elsewhere when Envoy or the filter is not built.
@@ -269,10 +364,13 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
 // before any filter runs; the core refuses a comma in a host, so the pair
 // is still a 400.
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
-  HOSTS.push(["envoy + gateway filter", "envoy", (recorder) => startEnvoyFilter(overrides(recorder))]);
+  HOSTS.push(["envoy + gateway filter", "envoy", (recorder, module) => startEnvoyFilter(overrides(recorder), module.envoy)]);
 }
 
 for (const [name, host, start] of HOSTS) {
-  describeHost(`forwarding conformance: ${name}`, host, start, CASES, 180000, checkForwarding);
-  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, host, start, ATTACKS, 600000, checkAttack);
+  const forwarding = (recorder) => start(recorder, MODULES.forwarding);
+  describeHost(`forwarding conformance: ${name}`, host, forwarding, CASES, 180000, checkForwarding);
+  const policies = (recorder) => start(recorder, MODULES.policies);
+  describeHost(`policy conformance: ${name}`, host, policies, [...POLICY_CASES, ...leewayCases()], 300000, checkForwarding);
+  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
 }

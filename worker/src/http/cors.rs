@@ -165,9 +165,15 @@ pub fn write_response_fields(out: &mut Encoder<'_>, origin: &str, cors: &Cors<'_
     out.add_response_field("vary", &[b"Origin"])
 }
 
-/// The upstream response's CORS fields the gateway replaces.
-pub const UPSTREAM_FIELDS_REMOVED: [&str; 3] =
-    ["access-control-allow-origin", "access-control-allow-credentials", "access-control-expose-headers"];
+/// The upstream response's CORS fields the gateway replaces: every
+/// `Access-Control-Allow-*` field and `Access-Control-Expose-Headers`.
+pub const UPSTREAM_FIELDS_REMOVED: [&str; 5] = [
+    "access-control-allow-origin",
+    "access-control-allow-credentials",
+    "access-control-allow-methods",
+    "access-control-allow-headers",
+    "access-control-expose-headers",
+];
 
 #[cfg(test)]
 mod tests {
