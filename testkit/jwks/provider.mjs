@@ -1,0 +1,183 @@
+// Test support: an identity provider on loopback whose keys the tests
+// control. It serves an OpenID discovery document and JWKS documents over
+// real HTTP, counts every fetch, and can misbehave on demand (garbage, 500,
+// a hanging or dropped response, 10 MB, keys the gateway must refuse), so
+// that every host's key fetching is driven by the same provider. Keys are
+// made with node:crypto; tokens are signed with them. Loopback only; stop()
+// closes everything.
+import { createPrivateKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { ROOT } from "../../deploy/workerd/harness.mjs";
+
+const b64url = (buf) => Buffer.from(buf).toString("base64url");
+
+/**
+ * A signing key: { kid, alg, jwk (public, with kid/alg/use), privateKey }.
+ * `kind` is "RS256" (bits: 2048 by default), "ES256" or "EdDSA" ("P-384"
+ * and RSA bits below 2048 make keys the gateway must refuse).
+ */
+export function makeKey(kid, kind = "RS256", { bits = 2048 } = {}) {
+  let pair;
+  let alg = kind;
+  if (kind === "RS256") pair = generateKeyPairSync("rsa", { modulusLength: bits, publicExponent: 65537 });
+  else if (kind === "ES256") pair = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  else if (kind === "P-384") {
+    pair = generateKeyPairSync("ec", { namedCurve: "P-384" });
+    alg = "ES384";
+  } else if (kind === "EdDSA") pair = generateKeyPairSync("ed25519");
+  else throw new Error(`unknown key kind ${kind}`);
+  const jwk = { ...pair.publicKey.export({ format: "jwk" }), kid, use: "sig", alg };
+  return { kid, alg, jwk, privateKey: pair.privateKey };
+}
+
+/** The RFC 7515 appendix A.2 RSA key of testkit/keys (kid `rsa-a2` in idp-jwks.json). */
+export function fixtureRsaKey(kid = "rsa-a2") {
+  const pem = readFileSync(join(ROOT, "testkit", "keys", "rs256-rfc7515.key.pem"), "utf8");
+  const privateKey = createPrivateKey(pem);
+  const { n, e } = privateKey.export({ format: "jwk" });
+  return { kid, alg: "RS256", jwk: { kty: "RSA", kid, use: "sig", alg: "RS256", n, e }, privateKey };
+}
+
+/** A compact JWS over `claims`, signed with `key` (its alg and kid in the header). */
+export function signToken(key, claims, header = {}) {
+  const fullHeader = { alg: key.alg, typ: "JWT", kid: key.kid, ...header };
+  const input = `${b64url(JSON.stringify(fullHeader))}.${b64url(JSON.stringify(claims))}`;
+  let signature;
+  if (key.alg === "RS256") signature = sign("sha256", Buffer.from(input), key.privateKey);
+  else if (key.alg === "ES256") signature = sign("sha256", Buffer.from(input), { key: key.privateKey, dsaEncoding: "ieee-p1363" });
+  else if (key.alg === "EdDSA") signature = sign(null, Buffer.from(input), key.privateKey);
+  else throw new Error(`cannot sign ${key.alg}`);
+  return `${input}.${b64url(signature)}`;
+}
+
+/** A JWKS document of `keys` (their public JWKs), with `extra` members per key by kid. */
+export function jwksOf(keys, extra = {}) {
+  return JSON.stringify({ keys: keys.map((k) => ({ ...k.jwk, ...(extra[k.kid] ?? {}) })) });
+}
+
+/**
+ * Starts the provider on 127.0.0.1. `issuer` is the issuer URL the
+ * discovery document names (the gateway's configured `iss`, such as
+ * `http://idp.test`; the hosts map that origin here with an upstream
+ * override), and its `jwks_uri` is `<issuer>/jwks`.
+ *
+ * Every path but the discovery document serves the JWKS document set with
+ * `publish(path, body)` (default: every path the same document). `behave`
+ * sets how the next responses misbehave:
+ *   "ok" | "status500" | "hang" (never answers) | "drop" (half the body,
+ *   then the connection is cut) | "huge" (10 MB of JSON) | "garbage"
+ *   (not JSON) | "slow" (the body after `delayMs`)
+ * `fetches` lists every request: { path, at (ms since start) }.
+ */
+export async function startProvider({ issuer = "http://idp.test" } = {}) {
+  const started = Date.now();
+  const state = {
+    documents: new Map(),
+    fallback: jwksOf([]),
+    mode: "ok",
+    delayMs: 0,
+    cacheControl: "",
+    fetches: [],
+    sockets: new Set(),
+  };
+  const server = createServer((req, res) => {
+    const path = new URL(req.url, "http://provider").pathname;
+    state.fetches.push({ path, at: Date.now() - started, method: req.method });
+    const body =
+      path === "/.well-known/openid-configuration"
+        ? JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256"] })
+        : (state.documents.get(path) ?? state.fallback);
+    const headers = { "content-type": "application/json" };
+    if (state.cacheControl) headers["cache-control"] = state.cacheControl;
+    switch (state.mode) {
+      case "hang":
+        return; // never answers; stop() closes the socket
+      case "status500":
+        res.writeHead(500, headers);
+        return res.end('{"error":"provider down"}');
+      case "garbage":
+        res.writeHead(200, headers);
+        return res.end("<html>maintenance</html>");
+      case "huge": {
+        res.writeHead(200, headers);
+        const chunk = Buffer.alloc(1 << 20, 0x20);
+        res.write('{"keys":[],"pad":"');
+        let sent = 0;
+        const more = () => {
+          while (sent < 10) {
+            sent++;
+            if (!res.write(chunk)) return res.once("drain", more);
+          }
+          res.end('"}');
+        };
+        return more();
+      }
+      case "drop": {
+        res.writeHead(200, { ...headers, "content-length": String(Buffer.byteLength(body)) });
+        res.write(body.slice(0, Math.floor(body.length / 2)));
+        return setTimeout(() => res.socket?.destroy(), 20);
+      }
+      case "slow":
+        return setTimeout(() => {
+          res.writeHead(200, headers);
+          res.end(body);
+        }, state.delayMs);
+      default:
+        res.writeHead(200, headers);
+        return res.end(body);
+    }
+  });
+  server.on("connection", (socket) => {
+    state.sockets.add(socket);
+    socket.on("close", () => state.sockets.delete(socket));
+  });
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address();
+  return {
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    issuer,
+    /** Serves `body` (a string) at `path`, or at every JWKS path when `path` is "*". */
+    publish(path, body) {
+      if (path === "*") {
+        state.documents.clear();
+        state.fallback = body;
+      } else state.documents.set(path, body);
+    },
+    /** How the next responses behave (see above). */
+    behave(mode, { delayMs = 0 } = {}) {
+      state.mode = mode;
+      state.delayMs = delayMs;
+    },
+    /** The Cache-Control field of the next responses ("" for none). */
+    cacheControl(value) {
+      state.cacheControl = value;
+    },
+    /** Every request so far. */
+    get fetches() {
+      return state.fetches.slice();
+    },
+    /** Requests for `path` since `sinceMs` (ms since start). */
+    fetchesOf(path, sinceMs = 0) {
+      return state.fetches.filter((f) => f.path === path && f.at >= sinceMs).length;
+    },
+    /** Milliseconds since the provider started. */
+    now() {
+      return Date.now() - started;
+    },
+    stop() {
+      for (const socket of state.sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A kid no provider published. */
+export function randomKid() {
+  return `random-${randomBytes(6).toString("hex")}`;
+}

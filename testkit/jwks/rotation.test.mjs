@@ -1,0 +1,241 @@
+// Keys fetched at run time, on every host (worker/ABI.md, "Keys fetched at
+// run time"): each host runs the module built from testkit/fixture-jwks.toml
+// (`make fixture`), its provider origins (http://idp.test, found through
+// OpenID discovery, and http://jwks.test, a JWKS URL) mapped to a test
+// provider on loopback (provider.mjs), and its route to a recording
+// upstream. Every request goes over real HTTP. The same expectations hold on
+// every host: the module decides, the hosts only fetch.
+//
+//   node --test testkit/jwks/
+import assert from "node:assert/strict";
+import { createPrivateKey } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
+import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { fixtureRsaKey, jwksOf, makeKey, randomKid, signToken, startProvider } from "./provider.mjs";
+
+export const JWKS_CONFIG = join(ROOT, "testkit", "fixture-jwks.toml");
+export const JWKS_WASM = join(ROOT, "target", "fixture", "gateway-jwks.wasm");
+export const JWKS_ENVOY_WASM = join(ROOT, "target", "fixture", "gateway-jwks-envoy.wasm");
+
+const IDP = "http://idp.test"; // issuer 0: discovery; refresh 2 s, refetch 1 s, max_stale 30 s
+const JWKS = "http://jwks.test"; // issuer 1: a JWKS URL at /keys.json; refresh 600 s, refetch 1 s
+const ROUTE_ORIGIN = "http://127.0.0.1:9201"; // the route of aud "orders"
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const claims = (iss) => ({ iss, aud: "orders", sub: "alice", exp: Math.floor(Date.now() / 1000) + 3600 });
+
+/** A recording upstream for the route. */
+async function startRecorder() {
+  const received = [];
+  const server = createServer((req, res) => {
+    received.push(req.url);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end("{}");
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${server.address().port}`,
+    received,
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** GET /orders/x with `token` through the host on `port`: { status, body }. */
+async function call(port, token) {
+  const res = await fetch(`http://127.0.0.1:${port}/orders/x`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(10000),
+  });
+  return { status: res.status, body: await res.text() };
+}
+
+/** Calls until the status is `want` (at most `ms`); the last answer. */
+async function until(port, token, want, ms = 12000) {
+  const deadline = Date.now() + ms;
+  let last;
+  while (Date.now() < deadline) {
+    last = await call(port, token);
+    if (last.status === want) return last;
+    await sleep(200);
+  }
+  return last;
+}
+
+/** Waits (at most 8 s) until `path` was fetched since `since`, and a moment for the install. */
+async function waitForFetch(provider, path, since) {
+  const deadline = Date.now() + 8000;
+  while (provider.fetchesOf(path, since) < 1 && Date.now() < deadline) await sleep(100);
+  await sleep(500);
+}
+
+/** The key compiled into the fixture under kid "pinned": testkit/keys/rs256-3072.key.pem. */
+function pinnedKey() {
+  const pem = readFileSync(join(ROOT, "testkit", "keys", "rs256-3072.key.pem"), "utf8");
+  return { kid: "pinned", alg: "RS256", privateKey: createPrivateKey(pem) };
+}
+
+/**
+ * Each host: [name, start(overrides, { serveBeforeKeys }) -> { port, proc }].
+ * A host is required in `make test` (REQUIRE_* set) and skipped elsewhere
+ * when it is not built.
+ */
+const HOSTS = [];
+const required = (name) => process.env[name] === "1";
+if ((hostSimServeHelp() && existsSync(JWKS_WASM)) || required("REQUIRE_HOST_SIM")) {
+  HOSTS.push([
+    "host-sim serve",
+    (overrides, { serveBeforeKeys = false } = {}) =>
+      startHostSim(
+        [...overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), ...(serveBeforeKeys ? ["--serve-before-keys"] : [])],
+        60000,
+        JWKS_WASM,
+      ),
+  ]);
+}
+if (existsSync(JWKS_WASM) || required("REQUIRE_HOST_SIM")) {
+  HOSTS.push(["workerd", (overrides) => startWorkerd(overrides.map(([from, to]) => `${from}=${to}`).join(","), JWKS_WASM)]);
+}
+if ((envoyFilterReady() && existsSync(JWKS_ENVOY_WASM)) || required("REQUIRE_ENVOY")) {
+  HOSTS.push(["envoy + gateway filter", (overrides) => startEnvoyFilter(overrides, { wasm: JWKS_ENVOY_WASM, config: JWKS_CONFIG })]);
+}
+
+for (const [name, start] of HOSTS) {
+  describe(`keys fetched at run time: ${name}`, () => {
+    let provider;
+    let recorder;
+    let host;
+    const keyA = fixtureRsaKey("key-a");
+    const keyB = makeKey("key-b", "ES256");
+    const keyC = makeKey("key-c", "EdDSA");
+    const overrides = () => [[IDP, provider.origin], [JWKS, provider.origin], [ROUTE_ORIGIN, recorder.origin]];
+
+    before(async () => {
+      provider = await startProvider({ issuer: IDP });
+      recorder = await startRecorder();
+      provider.publish("*", jwksOf([keyA]));
+      host = await start(overrides());
+    });
+    after(async () => {
+      await host?.proc.stop();
+      await recorder?.stop();
+      await provider?.stop();
+    });
+
+    test("a token signed with a published key is forwarded; an unknown kid is 401 and asks for a fetch", async () => {
+      const ok = await until(host.port, signToken(keyA, claims(IDP)), 200);
+      assert.equal(ok.status, 200, ok.body);
+      const unknown = await call(host.port, signToken(makeKey("never-published"), claims(IDP)));
+      assert.equal(unknown.status, 401);
+      assert.match(unknown.body, /unknown kid/);
+    });
+
+    test("a compiled kid is pinned: the provider cannot replace its key", async () => {
+      const impostor = makeKey("pinned");
+      provider.publish("*", jwksOf([keyA, impostor]));
+      const since = provider.now();
+      await waitForFetch(provider, "/jwks", since);
+      const forged = await call(host.port, signToken(impostor, claims(IDP)));
+      assert.equal(forged.status, 401, forged.body);
+      assert.match(forged.body, /signature mismatch/);
+      const compiled = await call(host.port, signToken(pinnedKey(), claims(IDP)));
+      assert.equal(compiled.status, 200, compiled.body);
+      provider.publish("*", jwksOf([keyA]));
+    });
+
+    test("rotation: a newly published key verifies without a restart; a removed key stops verifying", async () => {
+      provider.publish("*", jwksOf([keyA, keyB, keyC]));
+      for (const key of [keyB, keyC]) {
+        const ok = await until(host.port, signToken(key, claims(IDP)), 200);
+        assert.equal(ok.status, 200, `${key.kid}: ${ok.body}`);
+      }
+      provider.publish("*", jwksOf([keyB, keyC]));
+      const gone = await until(host.port, signToken(keyA, claims(IDP)), 401);
+      assert.equal(gone.status, 401, gone.body);
+      assert.match(gone.body, /unknown kid/);
+      provider.publish("*", jwksOf([keyA, keyB, keyC]));
+      assert.equal((await until(host.port, signToken(keyA, claims(IDP)), 200)).status, 200);
+    });
+
+    test("refused documents keep the last good keys, with a one-line log naming what is wrong", async () => {
+      const good = signToken(keyA, claims(IDP));
+      const rsa1024 = makeKey("short", "RS256", { bits: 1024 });
+      const p384 = makeKey("p384", "P-384");
+      const refusals = [
+        ["garbage", () => provider.behave("garbage"), /keys: issuer 0 \S+: refused: JWKS document is not a JWKS document/],
+        ["500", () => provider.behave("status500"), /keys: issuer 0 \S+: fetch failed: status 500/],
+        ["RSA-1024", () => provider.publish("*", jwksOf([keyA, rsa1024])), /refused: JWKS key 1 \(kid "short"\) is a 1024-bit RSA key/],
+        ["P-384", () => provider.publish("*", jwksOf([keyA, p384])), /refused: JWKS key 1 \(kid "p384"\) is on curve "P-384"/],
+        ["private key", () => provider.publish("*", jwksOf([keyA], { "key-a": { d: "AQAB" } })), /refused: JWKS key 0 \(kid "key-a"\) holds private key material \("d"\)/],
+        ["duplicate kid", () => provider.publish("*", jwksOf([keyA, { ...keyB, jwk: { ...keyB.jwk, kid: "key-a" } }])), /refused: JWKS key 1 \(kid "key-a"\) has a kid another key/],
+        ["10 MB", () => provider.behave("huge"), /keys: issuer 0 \S+: fetch failed: larger than 65536 bytes/],
+        ["cut short", () => provider.behave("drop"), /keys: issuer 0 \S+: fetch failed: /],
+        ["no answer", () => provider.behave("hang"), /keys: issuer 0 \S+: fetch failed: timed out/],
+      ];
+      for (const [what, misbehave, logged] of refusals) {
+        // A good document installed first, so the keys are fresh.
+        provider.behave("ok");
+        provider.publish("*", jwksOf([keyA, keyB, keyC]));
+        await waitForFetch(provider, "/jwks", provider.now());
+        misbehave();
+        const since = provider.now();
+        await waitForFetch(provider, "/jwks", since);
+        if (what === "no answer") await sleep(1500); // past the 1000 ms fetch timeout
+        assert.ok(provider.fetchesOf("/jwks", since) >= 1, `${what}: no fetch`);
+        const res = await call(host.port, good);
+        assert.equal(res.status, 200, `${what}: ${res.body}`);
+        assert.match(host.proc.output(), logged, `${what}: no log line`);
+      }
+      provider.behave("ok");
+      provider.publish("*", jwksOf([keyA, keyB, keyC]));
+    });
+
+    test("a flood of tokens with made-up kids costs at most one extra fetch per refetch interval", async () => {
+      provider.behave("ok");
+      provider.publish("/keys.json", jwksOf([keyA]));
+      const ok = await until(host.port, signToken(keyA, claims(JWKS)), 200);
+      assert.equal(ok.status, 200, ok.body);
+      const since = provider.now();
+      const started = Date.now();
+      const flood = [];
+      for (let i = 0; i < 200; i++) flood.push(call(host.port, signToken(makeKey(randomKid()), claims(JWKS))).catch(() => null));
+      const answers = await Promise.all(flood);
+      const seconds = (Date.now() - started) / 1000;
+      assert.ok(answers.every((a) => a === null || a.status === 401), "every made-up kid is refused");
+      // refetch_secs = 1 for this issuer; its refresh is 600 s, so every fetch here is the flood's.
+      const fetches = provider.fetchesOf("/keys.json", since);
+      assert.ok(fetches <= Math.ceil(seconds) + 2, `${fetches} fetches in ${seconds.toFixed(1)} s`);
+    });
+  });
+}
+
+for (const [name, start] of HOSTS) {
+  describe(`keys fetched at run time, provider down at start: ${name}`, () => {
+    test("no decision is made with keys it does not have: 503 until the provider answers", async () => {
+      const provider = await startProvider({ issuer: IDP });
+      const recorder = await startRecorder();
+      provider.behave("status500");
+      const key = fixtureRsaKey("key-a");
+      provider.publish("*", jwksOf([key]));
+      const overrides = [[IDP, provider.origin], [JWKS, provider.origin], [ROUTE_ORIGIN, recorder.origin]];
+      // host-sim waits for keys unless told to serve; the others serve and fail closed.
+      const host = await start(overrides, { serveBeforeKeys: true });
+      try {
+        const down = await call(host.port, signToken(key, claims(IDP)));
+        assert.equal(down.status, 503, down.body);
+        assert.match(down.body, /signing keys unavailable/);
+        assert.equal(recorder.received.length, 0);
+        provider.behave("ok");
+        const up = await until(host.port, signToken(key, claims(IDP)), 200);
+        assert.equal(up.status, 200, up.body);
+      } finally {
+        await host.proc.stop();
+        await recorder.stop();
+        await provider.stop();
+      }
+    });
+  });
+}
