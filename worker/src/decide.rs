@@ -134,7 +134,7 @@ fn decide<'x>(
             }
         }
     }
-    let grant = match policy::access(config.policy.rules, head.method, target.path()) {
+    let grant = match policy::access(config.policy.rules, head.method, target.path())? {
         Access::Deny { status } => return Err(policy::denied(status)),
         Access::Public { route } => {
             Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)

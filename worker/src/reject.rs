@@ -135,6 +135,10 @@ rejections! {
     /// A `.` or `..` segment with `;` parameters, which some servers read as
     /// a dot segment (`/..;/`).
     DotSegmentParameters => (400, REQUEST, "dot segment with parameters"),
+    /// `;` parameters that change which rule applies: read with them
+    /// stripped, as Tomcat, Jetty and Spring read paths, another rule (or
+    /// none) would match (`/admin;x/users` past a rule for `/admin`).
+    PathParametersChangeRule => (400, REQUEST, "path parameters change which rule applies") only policy_rules,
     /// `%25` followed by an encoded `.`, `/` or `\` in the path (`%252e`,
     /// `%252F`): a server that decodes twice reads a dot or a separator.
     DoubleEncodedPath => (400, REQUEST, "double-encoded dot, slash or backslash in path"),
@@ -264,6 +268,13 @@ mod tests {
         (Rejection::EncodedSlash, 400, "invalid_request", "encoded slash or backslash in path"),
         (Rejection::PathAboveRoot, 400, "invalid_request", "path climbs above its root"),
         (Rejection::DotSegmentParameters, 400, "invalid_request", "dot segment with parameters"),
+        #[cfg(policy_rules)]
+        (
+            Rejection::PathParametersChangeRule,
+            400,
+            "invalid_request",
+            "path parameters change which rule applies",
+        ),
         (
             Rejection::DoubleEncodedPath,
             400,

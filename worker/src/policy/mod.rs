@@ -28,34 +28,60 @@ use crate::reject::Rejection;
 
 /// What the first rule matching `method` and `path` asks; a valid token
 /// with no further requirement when none matches.
-pub fn access<'c>(rules: &'c [Rule<'c>], method: &str, path: &[u8]) -> Access<'c> {
+///
+/// A path with `;` parameters is also read as servers that strip them read
+/// it (Tomcat, Jetty and Spring route `/admin;x/users` as `/admin/users`):
+/// when the two readings pick different rules, the request is refused, so a
+/// parameter can never step around a rule.
+pub fn access<'c>(rules: &'c [Rule<'c>], method: &str, path: &[u8]) -> Result<Access<'c>, Rejection> {
     #[cfg(policy_rules)]
-    if let Some(rule) = rules.iter().find(|rule| matches(rule, method, path)) {
-        return rule.access;
+    {
+        let first = |strip| rules.iter().position(|rule| matches(rule, method, path, strip));
+        let literal = first(false);
+        if path.contains(&b';') && first(true) != literal {
+            return Err(Rejection::PathParametersChangeRule);
+        }
+        if let Some(rule) = literal.and_then(|i| rules.get(i)) {
+            return Ok(rule.access);
+        }
     }
     let _ = (rules, method, path);
-    Access::Token(Requirements::NONE)
+    Ok(Access::Token(Requirements::NONE))
 }
 
-/// True when `rule` applies to `method` and `path`.
+/// True when `rule` applies to `method` and `path`, read with its `;`
+/// parameters, or without them when `strip` (each segment's `;...` left
+/// out, up to the next `/`). A prefix matches on a segment boundary.
 #[cfg(policy_rules)]
-fn matches(rule: &Rule<'_>, method: &str, path: &[u8]) -> bool {
-    let method_ok = rule.methods.is_empty() || rule.methods.contains(&method);
-    method_ok
-        && match rule.path {
-            PathMatch::Exact(exact) => path == exact.as_bytes(),
-            PathMatch::Prefix(prefix) => under(path, prefix.as_bytes()),
-        }
-}
-
-/// True when `path` is `prefix` or below it, on a segment boundary.
-#[cfg(policy_rules)]
-fn under(path: &[u8], prefix: &[u8]) -> bool {
-    let prefix = prefix.strip_suffix(b"/").unwrap_or(prefix);
-    match path.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with(b"/"),
-        None => false,
+fn matches(rule: &Rule<'_>, method: &str, path: &[u8], strip: bool) -> bool {
+    if !rule.methods.is_empty() && !rule.methods.contains(&method) {
+        return false;
     }
+    let (text, prefix) = match rule.path {
+        PathMatch::Exact(exact) => (exact.as_bytes(), false),
+        PathMatch::Prefix(prefix) => (prefix.strip_suffix('/').unwrap_or(prefix).as_bytes(), true),
+    };
+    let mut matched = 0;
+    let mut in_parameters = false;
+    for &b in path {
+        if strip {
+            in_parameters = match b {
+                b';' => true,
+                b'/' => false,
+                _ => in_parameters,
+            };
+            if in_parameters {
+                continue;
+            }
+        }
+        match text.get(matched) {
+            Some(&expected) if expected == b => matched += 1,
+            Some(_) => return false,
+            // Past the rule's path: only a prefix continues, with a new segment.
+            None => return prefix && b == b'/',
+        }
+    }
+    matched == text.len()
 }
 
 /// The rejection of a `deny` rule with `status`.
@@ -81,7 +107,7 @@ mod tests {
     ];
 
     fn which(method: &str, path: &str) -> std::string::String {
-        match access(RULES, method, path.as_bytes()) {
+        match access(RULES, method, path.as_bytes()).expect("no parameters") {
             Access::Public { route } => std::format!("public {route}"),
             Access::Deny { status } => std::format!("deny {status}"),
             Access::Token(_) => "token".into(),
@@ -101,17 +127,48 @@ mod tests {
         assert_eq!(which("get", "/healthz"), "public 1", "methods are case-sensitive (RFC 9110 section 9.1)");
     }
 
+    /// Servers that read `;` parameters (Tomcat, Jetty, Spring) strip them
+    /// from each segment before routing: `/admin;x/users` is `/admin/users`
+    /// to them. A rule must not be dodged that way.
+    #[test]
+    fn path_parameters_cannot_dodge_a_rule() {
+        let rules = |method: &str, path: &str| match access(RULES, method, path.as_bytes()) {
+            Ok(Access::Public { route }) => std::format!("public {route}"),
+            Ok(Access::Deny { status }) => std::format!("deny {status}"),
+            Ok(Access::Token(_)) => "token".into(),
+            Err(rejection) => std::format!("{rejection:?}"),
+        };
+        for path in ["/admin;x/users", "/admin;jsessionid=1", "/admin;/users"] {
+            let got = rules("GET", path);
+            assert!(got == "deny 404" || got == "PathParametersChangeRule", "{path}: {got}");
+        }
+        assert_eq!(rules("GET", "/admin;x/users"), "PathParametersChangeRule");
+        assert_eq!(
+            rules("GET", "/healthz;v=1"),
+            "PathParametersChangeRule",
+            "exact /healthz to a stripping server"
+        );
+        // Parameters that change no rule pass, as they are.
+        assert_eq!(rules("GET", "/docs;v=1/x"), "public 1");
+        assert_eq!(rules("GET", "/admin/users;x"), "deny 404");
+    }
+
     #[test]
     fn no_rules_need_a_token() {
-        assert!(matches!(access(&[], "GET", b"/healthz"), Access::Token(r) if r.scopes_all.is_empty()));
+        assert!(matches!(access(&[], "GET", b"/healthz"), Ok(Access::Token(r)) if r.scopes_all.is_empty()));
     }
 
     #[test]
     fn prefixes_with_and_without_a_trailing_slash_are_the_same() {
+        let under = |path: &[u8], prefix: &'static str| {
+            let rule =
+                Rule { methods: &[], path: PathMatch::Prefix(prefix), access: Access::Deny { status: 403 } };
+            matches(&rule, "GET", path, false)
+        };
         for prefix in ["/v1", "/v1/"] {
-            assert!(under(b"/v1", prefix.as_bytes()) && under(b"/v1/x", prefix.as_bytes()), "{prefix}");
-            assert!(!under(b"/v10", prefix.as_bytes()), "{prefix}");
+            assert!(under(b"/v1", prefix) && under(b"/v1/x", prefix), "{prefix}");
+            assert!(!under(b"/v10", prefix), "{prefix}");
         }
-        assert!(under(b"/anything", b"/"));
+        assert!(under(b"/anything", "/") && under(b"/", "/"));
     }
 }
