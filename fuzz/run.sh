@@ -6,13 +6,13 @@
 #
 # Environment:
 #   FUZZ_SECONDS  seconds per target (default 60)
-#   FUZZ_TARGETS  the targets to run (default: all six)
+#   FUZZ_TARGETS  the targets to run (default: all seven)
 #   FUZZ_JOBS     libFuzzer -fork jobs per target (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"handler token signed_token config forward policy"}
+targets=${FUZZ_TARGETS:-"handler token signed_token config forward policy jwks"}
 
 if ! rustup toolchain list | grep -q '^nightly'; then
   echo "==> installing the nightly toolchain (cargo-fuzz needs it)"
@@ -27,7 +27,7 @@ echo "==> seeding fuzz/corpus from the attack corpus"
 FUZZ_SEED_DIR="$PWD/fuzz/corpus" cargo test --release --quiet -p gateway-security --test attacks \
   -- --ignored write_fuzz_seeds >/dev/null
 
-declare -A max_len=([handler]=20000 [token]=2200 [signed_token]=1600 [config]=4096 [forward]=4096 [policy]=2048)
+declare -A max_len=([handler]=20000 [token]=2200 [signed_token]=1600 [config]=4096 [forward]=4096 [policy]=2048 [jwks]=8192)
 summary=()
 for target in $targets; do
   echo "==> fuzz $target for ${seconds}s"

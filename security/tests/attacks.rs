@@ -1315,6 +1315,17 @@ fn write_fuzz_seeds() {
             write("signed_token", format!("attack-{i:04}"), &seed);
         }
     }
+    // jwks: JWKS documents, the test provider's keys, good and refused.
+    let jwks = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/keys/idp-jwks.json"))
+        .unwrap();
+    write("jwks", "idp-jwks".into(), jwks.as_bytes());
+    let set: serde_json::Value = serde_json::from_str(&jwks).unwrap();
+    for (i, key) in set["keys"].as_array().unwrap().iter().enumerate() {
+        write("jwks", format!("key-{i}"), serde_json::json!({ "keys": [key] }).to_string().as_bytes());
+        let mut leaked = key.clone();
+        leaked["d"] = "AQAB".into();
+        write("jwks", format!("leaked-{i}"), serde_json::json!({ "keys": [leaked] }).to_string().as_bytes());
+    }
     // forward: target, '\n', then fields one per line; from the forwarding
     // conformance corpus's requests (their targets and fields, token aside).
     let corpus = std::fs::read_to_string(concat!(
