@@ -190,24 +190,15 @@ mod tests {
 
     const MAX: usize = 256;
 
-    fn extract(head: &str) -> Result<std::vec::Vec<u8>, Rejection> {
-        extract_bearer(head.as_bytes(), MAX).map(<[u8]>::to_vec)
+    fn extract(head: &impl AsRef<str>) -> Result<std::vec::Vec<u8>, Rejection> {
+        extract_bearer(head.as_ref().as_bytes(), MAX).map(<[u8]>::to_vec)
     }
 
     fn with_auth(value: &str) -> std::string::String {
         std::format!("GET /orders HTTP/1.1\r\nHost: gw\r\nAuthorization: {value}\r\n\r\n")
     }
 
-    macro_rules! cases {
-        ($($name:ident: $head:expr => $expected:expr;)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!(extract(&$head), $expected);
-            }
-        )*};
-    }
-
-    cases! {
+    crate::cases::cases! { extract;
         bearer_token_is_copied: with_auth("Bearer a.b.c") => Ok(b"a.b.c".to_vec());
         scheme_is_case_insensitive: with_auth("bEaReR a.b.c") => Ok(b"a.b.c".to_vec());
         several_spaces_after_scheme: with_auth("Bearer   a.b.c") => Ok(b"a.b.c".to_vec());

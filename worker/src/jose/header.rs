@@ -147,20 +147,11 @@ mod tests {
         }),
     ];
 
-    fn kid_of(json: &str) -> Result<&'static str, Rejection> {
-        select_key(json.as_bytes(), KEYS).map(|k| k.kid())
+    fn kid_of(json: &impl AsRef<str>) -> Result<&'static str, Rejection> {
+        select_key(json.as_ref().as_bytes(), KEYS).map(|k| k.kid())
     }
 
-    macro_rules! cases {
-        ($($name:ident: $json:expr => $expected:expr;)*) => {$(
-            #[test]
-            fn $name() {
-                assert_eq!(kid_of($json), $expected);
-            }
-        )*};
-    }
-
-    cases! {
+    crate::cases::cases! { kid_of;
         hs256_with_kid: r#"{"alg":"HS256","kid":"k2"}"# => Ok("k2");
         typ_jwt_any_case: r#"{"alg":"HS256","typ":"jwt","kid":"k1"}"# => Ok("k1");
         typ_at_jwt: r#"{"typ":"AT+JWT","alg":"HS256","kid":"k1"}"# => Ok("k1");
