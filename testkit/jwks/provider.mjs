@@ -11,6 +11,11 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { ROOT } from "../../deploy/workerd/harness.mjs";
 
+/** The fixture that fetches keys (testkit/fixture-jwks.toml) and its modules (`make fixture`). */
+export const JWKS_CONFIG = join(ROOT, "testkit", "fixture-jwks.toml");
+export const JWKS_WASM = join(ROOT, "target", "fixture", "gateway-jwks.wasm");
+export const JWKS_ENVOY_WASM = join(ROOT, "target", "fixture", "gateway-jwks-envoy.wasm");
+
 const b64url = (buf) => Buffer.from(buf).toString("base64url");
 
 /**

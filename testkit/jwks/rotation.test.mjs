@@ -15,11 +15,18 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
 import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
-import { fixtureRsaKey, jwksOf, makeKey, randomKid, signToken, startProvider } from "./provider.mjs";
+import {
+  JWKS_CONFIG,
+  JWKS_ENVOY_WASM,
+  JWKS_WASM,
+  fixtureRsaKey,
+  jwksOf,
+  makeKey,
+  randomKid,
+  signToken,
+  startProvider,
+} from "./provider.mjs";
 
-export const JWKS_CONFIG = join(ROOT, "testkit", "fixture-jwks.toml");
-export const JWKS_WASM = join(ROOT, "target", "fixture", "gateway-jwks.wasm");
-export const JWKS_ENVOY_WASM = join(ROOT, "target", "fixture", "gateway-jwks-envoy.wasm");
 
 const IDP = "http://idp.test"; // issuer 0: discovery; refresh 2 s, refetch 1 s, max_stale 30 s
 const JWKS = "http://jwks.test"; // issuer 1: a JWKS URL at /keys.json; refresh 600 s, refetch 1 s
