@@ -5,8 +5,8 @@
 //   node benches/node/bench.mjs CORPUS.json MODULE.wasm OUT.json
 //
 // Prints a line per row and writes OUT.json: mean ns per call for every row
-// (median of several timed batches) and per-call latency curves for the
-// charts. `benches/run.sh` runs it and puts the figures in docs/PERFORMANCE.md.
+// (median of several timed batches) and per-call latency percentiles.
+// `benches/run.sh` runs it and puts the figures in docs/PERFORMANCE.md.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -72,10 +72,6 @@ function fmt(ns) {
   return `${ns.toFixed(0)} ns`;
 }
 
-const CURVE = [];
-for (let p = 0; p < 90; p += 2.5) CURVE.push(p);
-CURVE.push(90, 95, 97.5, 99, 99.5, 99.75, 99.9, 99.95, 99.99);
-
 // Per-call latency, each call timed on its own (hrtime costs are included).
 function latency(group, name, fn, calls) {
   for (let i = 0; i < calls / 4; i++) fn(i);
@@ -100,7 +96,6 @@ function latency(group, name, fn, calls) {
     p99_ns: q(99),
     p999_ns: q(99.9),
     max_ns: Math.round(samples[calls - 1]),
-    curve: CURVE.map((p) => [p, q(p)]).concat([[100, Math.round(samples[calls - 1])]]),
     note: '',
   };
 }

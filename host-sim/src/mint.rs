@@ -39,7 +39,7 @@ pub fn run(args: &TokenArgs) -> ExitCode {
         eprintln!("error: {} has no key", args.config.display());
         return ExitCode::FAILURE;
     };
-    let now = crate::instance::unix_now() as i64;
+    let now = runtime::unix_now() as i64;
     let exp = u64::try_from(now.saturating_add(args.exp_in)).unwrap_or(0);
     let mut claims = Claims::new(&args.aud, exp).issued_at(now as u64);
     if let Some(iss) = args.iss.as_ref().or(config.issuer.as_ref()) {
