@@ -19,7 +19,7 @@ const corpus = JSON.parse(readFileSync(corpusPath, 'utf8'));
 const bytes = readFileSync(modulePath);
 const NOW = corpus.now;
 const encoder = new TextEncoder();
-// The request mix (host_sim::corpus::Mix, as every per-request row uses it)
+// The request mix (testkit::mix::Mix, as every per-request row uses it)
 // and one request of each kind.
 const mix = corpus.mix.map((c) => ({ ...c, bytes: encoder.encode(c.head) }));
 const cases = corpus.cases.map((c) => ({ ...c, bytes: encoder.encode(c.head) }));

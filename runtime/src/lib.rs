@@ -35,7 +35,6 @@ mod instance;
 mod limits;
 
 pub use engine::{Compiler, EngineOptions, ModuleSource};
-pub use error::{GuestError, LoadError, one_line};
+pub use error::{GuestError, LoadError};
 pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
 pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};
-pub use limits::{MemoryCapExceeded, Ticker};
