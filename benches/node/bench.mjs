@@ -104,7 +104,10 @@ function latency(group, name, fn, calls) {
 
 function wrap(instance) {
   const e = instance.exports;
-  if (e.abi_version() !== 2) throw new Error('ABI version');
+  // The version the contract crate speaks (`bench-tool corpus` writes it).
+  if (e.abi_version() !== corpus.abi_version) {
+    throw new Error(`the module's abi_version is ${e.abi_version()}; the benches speak ${corpus.abi_version}`);
+  }
   const input = new Uint8Array(e.memory.buffer, e.input_ptr(), e.input_capacity());
   // The context line a host writes before the head (worker/ABI.md).
   const context = new TextEncoder().encode('http 127.0.0.1\n');
@@ -255,7 +258,7 @@ rows.js_hmac_only = timeIt('node:crypto HMAC-SHA256 of the same bytes', () =>
   createHmac('sha256', secret).update(signingInput).digest(),
 );
 
-console.log('per-call latency (for the charts)');
+console.log('per-call latency (percentiles)');
 out.series.push(latency('per_request', 'node: wasm reuse', (i) => call(mix[i % n].bytes), 200000));
 out.series.push(latency('per_request', 'node: plain JavaScript', (i) => authorizeJs(mix[i % n].head, NOW), 200000));
 

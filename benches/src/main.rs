@@ -86,6 +86,7 @@ fn write_corpus(path: &std::path::Path) -> ExitCode {
         })
     };
     let json = serde_json::json!({
+        "abi_version": contract::ABI_VERSION,
         "now": NOW,
         "seed": corpus::SEED,
         "kid": kid,
