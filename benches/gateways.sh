@@ -63,6 +63,9 @@ mkdir -p "$results"
 # `make test`, so the features resolve the same and nothing is rebuilt.
 note "building host-sim and the Envoy renderers (release, the workspace's one build)"
 cargo test --workspace --release --no-run --quiet
+# The Envoy renderers are binaries of gateway-config, which the test build
+# does not link; built as `make fixture` builds envoy-filter.
+cargo build --release --quiet -p gateway-config --bin envoy-filter --bin envoy-jwt-authn
 
 # oha, pinned; `cargo install` only when this version is not there yet.
 oha=target/tools/bin/oha
