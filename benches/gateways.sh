@@ -72,7 +72,9 @@ mkdir -p "$results"
 # `make test`, so the features resolve the same and nothing is rebuilt.
 note "building host-sim and the Envoy renderers (release, the workspace's one build)"
 cargo test --workspace --release --no-run --quiet
-cargo build --release --quiet -p gateway-config --bins
+# The Envoy renderers are binaries of gateway-envoy-render, which the test
+# build does not link; built as `make fixture` builds envoy-filter.
+cargo build --release --quiet -p gateway-envoy-render --bins
 
 # oha, pinned; `cargo install` only when this version is not there yet.
 oha=target/tools/bin/oha

@@ -5,12 +5,14 @@
 # Steps (each prints its progress):
 #   1. build: the benches, host-sim, and the module variants of the size table
 #   2. criterion: native rlib, jsonwebtoken, microservice, wasmtime (all modes)
-#   3. per-call latency histograms (native, wasmtime, microservice)
+#   3. per-call latency histograms (native, wasmtime, microservice), the
+#      interleaved comparisons, and the host end to end (bench-tool host)
 #   4. Node.js: the module through WebAssembly and plain JavaScript
 #   5. cold start: whole processes (hyperfine, /usr/bin/time -v)
 #   6. HTTP: host-sim serve and workerd at fixed rates with the mix; then
 #      benches/gateways.sh: every gateway incl. Envoy, fixed rate and closed loop
-#   7. the report (benches/report.md.tmpl filled by `bench-tool report`)
+#   7. the report (benches/report.md.tmpl filled by `bench-tool report`):
+#      docs/PERFORMANCE.md, the one place figures are written
 #
 # A benchmark that fails stops the run with its error; a figure the report
 # needs and the run did not produce fails the report with its name.
@@ -47,7 +49,7 @@ die() { echo "error: $*" >&2; exit 1; }
 [ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
 [ -x "$wasm_opt" ] || die "$wasm_opt is missing: run 'make setup'"
 rm -rf "$results"
-mkdir -p "$results" "$variants" docs/perf
+mkdir -p "$results" "$variants"
 
 pids=()
 cleanup() {
@@ -158,11 +160,11 @@ step "3/7 per-call latency histograms ($tool latency)"
 "$tool" latency "$results/latency.json"
 step "3/7 interleaved A/B comparisons ($tool paired)"
 "$tool" paired "$results/paired.json"
-step "3/7 the host's own bench: host-sim bench --json (JIT, then .cwasm)"
+step "3/7 the host end to end: $tool host --json (JIT, then .cwasm)"
 "$host_sim" compile dist/gateway.wasm -o "$variants/gateway-host.cwasm" >/dev/null
-"$host_sim" bench --wasm dist/gateway.wasm --requests 50000 --cold-runs 10 --json >"$results/host-sim-bench-wasm.json"
-"$host_sim" bench --cwasm "$variants/gateway-host.cwasm" --requests 50000 --cold-runs 10 --json \
-  >"$results/host-sim-bench-cwasm.json"
+"$tool" host --wasm dist/gateway.wasm --requests 50000 --cold-runs 10 --json >"$results/host-bench-wasm.json"
+"$tool" host --cwasm "$variants/gateway-host.cwasm" --requests 50000 --cold-runs 10 --json \
+  >"$results/host-bench-cwasm.json"
 
 # ---- 4. Node.js ----------------------------------------------------------------
 "$tool" corpus "$results/corpus.json"

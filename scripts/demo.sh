@@ -5,10 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# `make demo` built target/release/host-sim with the workspace's one build
-# (`make host`), which `make test` shares.
+# `make demo` built target/release/host-sim and target/release/bench-tool
+# with the workspace's one build (`make host`), which `make test` shares.
 H=target/release/host-sim
-[ -x "$H" ] || { echo "error: $H is missing: run 'make host'" >&2; exit 1; }
+B=target/release/bench-tool
+for bin in "$H" "$B"; do
+  [ -x "$bin" ] || { echo "error: $bin is missing: run 'make host'" >&2; exit 1; }
+done
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -22,11 +25,11 @@ echo "==> host-sim compile dist/gateway.wasm -o dist/gateway.cwasm"
 "$H" compile dist/gateway.wasm -o dist/gateway.cwasm
 
 echo
-echo "==> host-sim bench --wasm dist/gateway.wasm (JIT with Cranelift)"
-"$H" bench --wasm dist/gateway.wasm --requests 100000
+echo "==> bench-tool host --wasm dist/gateway.wasm (JIT with Cranelift)"
+"$B" host --wasm dist/gateway.wasm --requests 100000
 echo
-echo "==> host-sim bench --cwasm dist/gateway.cwasm (precompiled)"
-"$H" bench --cwasm dist/gateway.cwasm --requests 100000
+echo "==> bench-tool host --cwasm dist/gateway.cwasm (precompiled)"
+"$B" host --cwasm dist/gateway.cwasm --requests 100000
 
 # Waits (at most 10 s) until FILE has N lines "... listening on http://ADDR"
 # and prints the addresses.

@@ -7,7 +7,6 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
-use gateway_benches::{BenchGroup, ids};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use worker::config::{COMPILED, VerifyingKey};
@@ -16,10 +15,10 @@ use worker::internal::{Arena, claims, forward, header, jws, request, route, sign
 fn per_request(c: &mut Criterion) {
     corpus::check_native();
     let heads = corpus::inputs(&corpus::mix());
-    let mut group = BenchGroup::new(c, ids::PER_REQUEST_NATIVE);
+    let mut group = c.benchmark_group("per_request/native");
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
     let mut i = 0usize;
-    group.bench(ids::NATIVE_MIX, |b| {
+    group.bench_function("mix", |b| {
         b.iter(|| {
             let head = &heads[i % heads.len()];
             i += 1;
@@ -28,7 +27,7 @@ fn per_request(c: &mut Criterion) {
     });
     for case in corpus::cases() {
         let input = corpus::input(&case.head);
-        group.bench(ids::PER_REQUEST_NATIVE.id(corpus::slug(case.kind)), |b| {
+        group.bench_function(corpus::slug(case.kind), |b| {
             b.iter(|| worker::handle(black_box(&input), NOW as f64, &COMPILED, &mut scratch).status)
         });
     }
@@ -52,12 +51,12 @@ fn stages(c: &mut Criterion) {
     let mut claims_region = [0u8; 1024];
     let grant = claims::check(&claims_json, NOW, &COMPILED, &mut Arena::new(&mut claims_region)).unwrap();
 
-    let mut group = BenchGroup::new(c, ids::STAGES_NATIVE);
-    group.bench(ids::STAGE_PARSE_HEAD, |b| {
+    let mut group = c.benchmark_group("stages/native");
+    group.bench_function("1_parse_head", |b| {
         b.iter(|| request::extract_bearer(black_box(head), COMPILED.max_token_bytes).unwrap().len())
     });
-    group.bench(ids::STAGE_SPLIT, |b| b.iter(|| jws::split(black_box(&token_bytes)).unwrap()));
-    group.bench(ids::STAGE_BASE64URL, |b| {
+    group.bench_function("2_split", |b| b.iter(|| jws::split(black_box(&token_bytes)).unwrap()));
+    group.bench_function("3_base64url", |b| {
         b.iter(|| {
             let mut region = [0u8; 1024];
             let mut arena = Arena::new(&mut region);
@@ -67,20 +66,20 @@ fn stages(c: &mut Criterion) {
             (h, p, s[0])
         })
     });
-    group.bench(ids::STAGE_HEADER_JSON, |b| {
+    group.bench_function("4_header_json", |b| {
         b.iter(|| header::select_key(black_box(&header_json), keys).unwrap().kid())
     });
-    group.bench(ids::STAGE_HMAC, |b| {
+    group.bench_function("5_hmac_sha256", |b| {
         b.iter(|| signature::verify(&key.hmac, black_box(parts.signing_input), &tag).unwrap())
     });
-    group.bench(ids::STAGE_CLAIMS, |b| {
+    group.bench_function("6_claims_json_and_route", |b| {
         let mut region = [0u8; 1024];
         b.iter(|| {
             let mut arena = Arena::new(&mut region);
             claims::check(black_box(&claims_json), NOW, &COMPILED, &mut arena).unwrap().route.origin
         })
     });
-    group.bench(ids::STAGE_ROUTE, |b| {
+    group.bench_function("7_route", |b| {
         b.iter(|| route::lookup(COMPILED.routes, black_box(grant.route.audience)).unwrap().origin)
     });
     // The forward plan: the target normalized and the fields classified.
@@ -88,7 +87,7 @@ fn stages(c: &mut Criterion) {
     let parsed = request::parse(head, &mut fields).unwrap();
     let context = contract::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1" };
     let grant = forward::Grant { subject: grant.subject, ..forward::Grant::public(grant.route) };
-    group.bench(ids::STAGE_WRITE, |b| {
+    group.bench_function("8_write_decision", |b| {
         b.iter(|| {
             let mut region = [0u8; target::MAX_TARGET_LEN];
             let mut arena = Arena::new(&mut region);
@@ -111,13 +110,13 @@ fn stages(c: &mut Criterion) {
         })
     });
     let input = corpus::input(&valid.head);
-    group.bench(ids::STAGE_WHOLE, |b| {
+    group.bench_function("all_handle_valid", |b| {
         let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
         b.iter(|| worker::handle(black_box(&input), NOW as f64, &COMPILED, &mut scratch).status)
     });
 
     // The floor: the cryptography alone, on the same bytes.
-    group.bench(ids::FLOOR_HMAC, |b| {
+    group.bench_function("floor_hmac_sha256", |b| {
         b.iter(|| {
             let mut mac = Hmac::<Sha256>::new_from_slice(key.secret).unwrap();
             mac.update(black_box(parts.signing_input));
@@ -127,14 +126,14 @@ fn stages(c: &mut Criterion) {
     // What a precomputed key state (the keyed inner and outer SHA-256 states,
     // built once per key) would save: two of the compression-function calls.
     let keyed = Hmac::<Sha256>::new_from_slice(key.secret).unwrap();
-    group.bench(ids::FLOOR_HMAC_PREKEYED, |b| {
+    group.bench_function("floor_hmac_sha256_prekeyed", |b| {
         b.iter(|| {
             let mut mac = keyed.clone();
             mac.update(black_box(parts.signing_input));
             mac.verify_slice(&tag).unwrap()
         })
     });
-    group.bench(ids::FLOOR_SHA256, |b| b.iter(|| Sha256::digest(black_box(parts.signing_input))));
+    group.bench_function("floor_sha256_only", |b| b.iter(|| Sha256::digest(black_box(parts.signing_input))));
     group.finish();
 }
 

@@ -12,7 +12,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use criterion::{Criterion, criterion_group, criterion_main};
 use gateway_benches::corpus::{self, NOW};
 use gateway_benches::http::{Client, spawn_microservice};
-use gateway_benches::{BenchGroup, ids};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use testkit::tokens;
@@ -81,11 +80,11 @@ fn jsonwebtoken_per_token(c: &mut Criterion) {
     assert!(jwt(&valid).is_some() && worker_token(valid.as_bytes(), now).is_some());
     assert!(jwt(&expired).is_none() && worker_token(expired.as_bytes(), now).is_none());
 
-    let mut group = BenchGroup::new(c, ids::PER_TOKEN);
-    group.bench(ids::TOKEN_WORKER_VALID, |b| b.iter(|| worker_token(black_box(valid.as_bytes()), now)));
-    group.bench(ids::TOKEN_JWT_VALID, |b| b.iter(|| jwt(black_box(&valid))));
-    group.bench(ids::TOKEN_WORKER_EXPIRED, |b| b.iter(|| worker_token(black_box(expired.as_bytes()), now)));
-    group.bench(ids::TOKEN_JWT_EXPIRED, |b| b.iter(|| jwt(black_box(&expired))));
+    let mut group = c.benchmark_group("per_token/native");
+    group.bench_function("worker_valid", |b| b.iter(|| worker_token(black_box(valid.as_bytes()), now)));
+    group.bench_function("jsonwebtoken_valid", |b| b.iter(|| jwt(black_box(&valid))));
+    group.bench_function("worker_expired", |b| b.iter(|| worker_token(black_box(expired.as_bytes()), now)));
+    group.bench_function("jsonwebtoken_expired", |b| b.iter(|| jwt(black_box(&expired))));
     group.finish();
 }
 
@@ -97,9 +96,9 @@ fn microservice(c: &mut Criterion) {
         let status = client.round_trip(case.head.as_bytes()).unwrap();
         assert_eq!(status, case.kind.expected_status(), "{}", corpus::slug(case.kind));
     }
-    let mut group = BenchGroup::new(c, ids::MICROSERVICE);
+    let mut group = c.benchmark_group("per_request/microservice");
     let mut i = 0usize;
-    group.bench(ids::MICROSERVICE_MIX, |b| {
+    group.bench_function("loopback_keep_alive_mix", |b| {
         b.iter(|| {
             let head = &heads[i % heads.len()];
             i += 1;
@@ -119,7 +118,7 @@ fn microservice(c: &mut Criterion) {
         })
     };
     let mut i = 0usize;
-    group.bench(ids::MICROSERVICE_SPINNER, |b| {
+    group.bench_function("loopback_keep_alive_mix_spinner", |b| {
         b.iter(|| {
             let head = &heads[i % heads.len()];
             i += 1;
@@ -131,7 +130,7 @@ fn microservice(c: &mut Criterion) {
     let inputs = corpus::inputs(&corpus::mix());
     let mut scratch = [0u8; worker::abi::SCRATCH_CAPACITY];
     let mut i = 0usize;
-    group.bench(ids::MICROSERVICE_IN_PROCESS, |b| {
+    group.bench_function("in_process_mix", |b| {
         b.iter(|| {
             let head = &inputs[i % inputs.len()];
             i += 1;

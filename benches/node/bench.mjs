@@ -5,8 +5,8 @@
 //   node benches/node/bench.mjs CORPUS.json MODULE.wasm OUT.json
 //
 // Prints a line per row and writes OUT.json: mean ns per call for every row
-// (median of several timed batches) and per-call latency curves for the
-// charts. `benches/run.sh` runs it and puts the figures in docs/PERFORMANCE.md.
+// (median of several timed batches) and per-call latency percentiles.
+// `benches/run.sh` runs it and puts the figures in docs/PERFORMANCE.md.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -19,7 +19,7 @@ const corpus = JSON.parse(readFileSync(corpusPath, 'utf8'));
 const bytes = readFileSync(modulePath);
 const NOW = corpus.now;
 const encoder = new TextEncoder();
-// The request mix (host_sim::corpus::Mix, as every per-request row uses it)
+// The request mix (testkit::mix::Mix, as every per-request row uses it)
 // and one request of each kind.
 const mix = corpus.mix.map((c) => ({ ...c, bytes: encoder.encode(c.head) }));
 const cases = corpus.cases.map((c) => ({ ...c, bytes: encoder.encode(c.head) }));
@@ -72,10 +72,6 @@ function fmt(ns) {
   return `${ns.toFixed(0)} ns`;
 }
 
-const CURVE = [];
-for (let p = 0; p < 90; p += 2.5) CURVE.push(p);
-CURVE.push(90, 95, 97.5, 99, 99.5, 99.75, 99.9, 99.95, 99.99);
-
 // Per-call latency, each call timed on its own (hrtime costs are included).
 function latency(group, name, fn, calls) {
   for (let i = 0; i < calls / 4; i++) fn(i);
@@ -100,7 +96,6 @@ function latency(group, name, fn, calls) {
     p99_ns: q(99),
     p999_ns: q(99.9),
     max_ns: Math.round(samples[calls - 1]),
-    curve: CURVE.map((p) => [p, q(p)]).concat([[100, Math.round(samples[calls - 1])]]),
     note: '',
   };
 }
@@ -109,7 +104,10 @@ function latency(group, name, fn, calls) {
 
 function wrap(instance) {
   const e = instance.exports;
-  if (e.abi_version() !== 2) throw new Error('ABI version');
+  // The version the contract crate speaks (`bench-tool corpus` writes it).
+  if (e.abi_version() !== corpus.abi_version) {
+    throw new Error(`the module's abi_version is ${e.abi_version()}; the benches speak ${corpus.abi_version}`);
+  }
   const input = new Uint8Array(e.memory.buffer, e.input_ptr(), e.input_capacity());
   // The context line a host writes before the head (worker/ABI.md).
   const context = new TextEncoder().encode('http 127.0.0.1\n');
@@ -260,7 +258,7 @@ rows.js_hmac_only = timeIt('node:crypto HMAC-SHA256 of the same bytes', () =>
   createHmac('sha256', secret).update(signingInput).digest(),
 );
 
-console.log('per-call latency (for the charts)');
+console.log('per-call latency (percentiles)');
 out.series.push(latency('per_request', 'node: wasm reuse', (i) => call(mix[i % n].bytes), 200000));
 out.series.push(latency('per_request', 'node: plain JavaScript', (i) => authorizeJs(mix[i % n].head, NOW), 200000));
 

@@ -3,7 +3,7 @@
 //!
 //! - the **mix**: `testkit::mix::Mix` (60% valid tokens, 10% each
 //!   expired, bad signature, no token and unknown audience), drawn with the
-//!   seed and length `host-sim bench` uses; every per-request row cycles
+//!   seed and length `bench-tool host` uses; every per-request row cycles
 //!   through it, so every figure quoted for "the mix" is over the same mix;
 //! - the **cases**: one request of each kind, for the per-kind rows;
 //! - the **phases**: requests that stop at successive points of the request
@@ -23,10 +23,10 @@ use worker::config::COMPILED;
 /// tokens stay valid.
 pub const NOW: u64 = 1_800_000_000;
 
-/// The mix's seed: `host-sim bench`'s default.
+/// The mix's seed: `bench-tool host`'s default.
 pub const SEED: u64 = 7;
 
-/// How many requests the mix holds: as many as `host-sim bench` draws.
+/// How many requests the mix holds: as many as `bench-tool host` draws.
 pub const MIX_LEN: usize = 4096;
 
 /// The request line's method and target of the phase requests.
@@ -39,7 +39,7 @@ const OTHER_KEY: &[u8] = b"not-the-gateway-key-0123456789abcdef";
 /// (relative to the workspace root) or `gateway.toml`, as `worker/build.rs`
 /// resolves it.
 pub fn config_path() -> PathBuf {
-    let root = crate::host::root();
+    let root = crate::paths::root();
     match std::env::var_os("GATEWAY_CONFIG") {
         Some(p) if !p.is_empty() => {
             let p = PathBuf::from(p);

@@ -1,41 +1,17 @@
-//! The module in the shipped host: `host_sim::engine` builds the engine and
-//! loads the module, `host_sim::instance::Runtime` decides requests, the
-//! same code `host-sim serve` runs. Each benchmark row changes one engine
-//! setting from the host's defaults ([`Setup`]), through the host's own
-//! options type.
+//! The module in the shipped runtime: `runtime::engine` builds the engine
+//! and loads the module, `runtime::Runtime` decides requests, the same code
+//! `host-sim serve` runs. Each benchmark row changes one engine setting from
+//! the runtime's defaults ([`Setup`]), through the runtime's own options type.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use host_sim::engine::{Compiler, EngineOptions, ModuleSource};
-use host_sim::instance::{Reusable, Runtime};
+use runtime::{Compiler, EngineOptions, ModuleSource, Reusable, Runtime};
 
 use crate::corpus::{self, NOW};
-
-/// The deployable module, relative to the workspace root.
-pub const MODULE: &str = "dist/gateway.wasm";
-
-/// Where the benches put what they build (`.cwasm` files, module variants).
-pub const VARIANTS_DIR: &str = "target/bench-variants";
+use crate::paths::{module_path, variants_path};
 
 /// Instance slots per runtime: a benchmark holds one instance at a time.
 const SLOTS: u32 = 4;
-
-/// The workspace root (the benches crate's parent).
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The deployable module's path.
-pub fn module_path() -> PathBuf {
-    root().join(MODULE)
-}
-
-/// `name` in [`VARIANTS_DIR`], which is created if needed.
-pub fn variants_path(name: &str) -> PathBuf {
-    let dir = root().join(VARIANTS_DIR);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    dir.join(name)
-}
 
 /// How a row sets up the host: the defaults, or one setting changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +41,7 @@ impl Setup {
     }
 
     /// The runtime of this setup for the deployable module (for
-    /// [`Setup::Cwasm`], precompiled first by `host_sim::compile`).
+    /// [`Setup::Cwasm`], precompiled first by `runtime::precompile_file`).
     pub fn load(self) -> Runtime {
         self.load_module(&module_path())
     }
@@ -77,7 +53,7 @@ impl Setup {
             Setup::Cwasm => {
                 let stem = wasm.file_stem().map_or("module".into(), |s| s.to_string_lossy());
                 let cwasm = variants_path(&format!("{stem}.bench.cwasm"));
-                host_sim::compile::compile_file(&options, wasm, &cwasm)
+                runtime::precompile_file(&options, wasm, &cwasm)
                     .unwrap_or_else(|e| panic!("{}: {e} (run `make worker`)", wasm.display()));
                 ModuleSource::Cwasm(cwasm)
             }

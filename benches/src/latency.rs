@@ -1,5 +1,5 @@
 //! Per-call latency: each call timed on its own and recorded in an HDR
-//! histogram, then summarised as percentiles and as a curve for the charts.
+//! histogram, then summarised as percentiles.
 //!
 //! Timing one call costs two `Instant::now()` reads (about 20 to 40 ns here),
 //! which is included in every sample; criterion's figures, which time batches,
@@ -30,20 +30,6 @@ pub fn record(warmup: usize, calls: usize, mut f: impl FnMut(usize)) -> Histogra
     h
 }
 
-/// The percentiles each curve is drawn at: dense up to p99.99.
-pub fn curve_points() -> Vec<f64> {
-    let mut points = Vec::new();
-    let mut p = 0.0;
-    while p < 90.0 {
-        points.push(p);
-        p += 2.5;
-    }
-    for nines in [90.0, 95.0, 97.5, 99.0, 99.5, 99.75, 99.9, 99.95, 99.99] {
-        points.push(nines);
-    }
-    points
-}
-
 /// A measured latency distribution, as the report needs it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Series {
@@ -67,8 +53,6 @@ pub struct Series {
     pub p999_ns: u64,
     /// The largest sample.
     pub max_ns: u64,
-    /// (percentile, nanoseconds) pairs for the chart.
-    pub curve: Vec<(f64, u64)>,
     /// Free text shown beside the row (e.g. achieved rate, errors).
     #[serde(default)]
     pub note: String,
@@ -89,7 +73,6 @@ impl Series {
             p99_ns: q(99.0),
             p999_ns: q(99.9),
             max_ns: h.max(),
-            curve: curve_points().into_iter().map(|p| (p, q(p))).chain([(100.0, h.max())]).collect(),
             note: String::new(),
         }
     }

@@ -9,6 +9,8 @@
 //! coordinated omission) and the sender's own wake-up delay.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -80,19 +82,39 @@ fn connection(
     out
 }
 
-/// `load URL RATE SECONDS CONNECTIONS GROUP NAME FILE`: appends two series
-/// (round trip; from the scheduled start) to the JSON list in FILE.
-pub fn run(args: &[String]) {
-    let [url, rate, seconds, connections, group, name, file] = args else {
-        eprintln!("usage: bench-tool load URL RATE SECONDS CONNECTIONS GROUP NAME FILE");
-        std::process::exit(2);
-    };
+/// `bench-tool load` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// The server, `http://127.0.0.1:PORT` (loopback only).
+    url: String,
+    /// Requests per second, all connections together.
+    rate: f64,
+    /// How long to send.
+    seconds: f64,
+    /// Keep-alive connections, each with one request in flight.
+    connections: usize,
+    /// The series' group (`http`; the schedule series get `_scheduled`).
+    group: String,
+    /// The server's name in the series.
+    name: String,
+    /// The JSON list the two series are appended to.
+    file: PathBuf,
+}
+
+/// Runs `bench-tool load`: appends two series (round trip; from the
+/// scheduled start) to the JSON list in the file.
+pub fn run(args: &LoadArgs) -> ExitCode {
+    let LoadArgs { url, rate, seconds, connections, group, name, file } = args;
+    let (rate, seconds, connections) = (*rate, *seconds, (*connections).max(1));
     let hostport = url.trim_start_matches("http://").trim_end_matches('/');
-    let addr = hostport.to_socket_addrs().unwrap().next().unwrap();
-    assert!(addr.ip().is_loopback(), "load goes to loopback only");
-    let rate: f64 = rate.parse().unwrap();
-    let seconds: f64 = seconds.parse().unwrap();
-    let connections: usize = connections.parse().unwrap();
+    let Some(addr) = hostport.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        eprintln!("error: {url} is not an address");
+        return ExitCode::FAILURE;
+    };
+    if !addr.ip().is_loopback() {
+        eprintln!("error: {url}: load goes to loopback only");
+        return ExitCode::FAILURE;
+    }
     let interval = Duration::from_secs_f64(connections as f64 / rate);
     // The servers read the real clock, so the tokens are minted around it.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
@@ -132,4 +154,5 @@ pub fn run(args: &[String]) {
             .with_note(note),
     );
     std::fs::write(file, serde_json::to_string_pretty(&all).unwrap()).unwrap();
+    ExitCode::SUCCESS
 }

@@ -1,49 +1,80 @@
-//! `bench-tool`: what criterion does not do. `benches/run.sh` calls it.
-//!
-//! - `corpus FILE`: the request corpus and config as JSON, for Node.js;
-//! - `latency FILE`: per-call latency histograms (native, wasmtime modes,
-//!   microservice) as JSON;
-//! - `load URL RATE SECONDS CONNECTIONS GROUP NAME FILE`: an open-loop HTTP
-//!   load at a fixed rate, latency from each request's scheduled start;
-//! - `paired FILE`: A/B comparisons measured interleaved (JIT vs `.cwasm`,
-//!   epoch, module variants, speed-up kernels) as JSON;
-//! - `report DIR OUT`: `docs/PERFORMANCE.md` from the results in DIR.
+//! `bench-tool`: what criterion does not measure, and the report.
+//! `benches/run.sh` (`make bench`) calls it; `--help` lists the commands.
+//! This file parses the arguments and hands each command to its own file,
+//! except the two short ones (`corpus`, `latency`) below.
 #![allow(clippy::unwrap_used)]
 
+mod host_bench;
 mod load;
 mod paired;
 mod report;
 
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 use gateway_benches::corpus::{self, NOW};
 use gateway_benches::host::Setup;
 use gateway_benches::latency::{Series, record};
-use host_sim::engine::Isolation;
-use host_sim::instance::Reusable;
+use runtime::{Isolation, Reusable};
 use worker::config::COMPILED;
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: bench-tool corpus FILE | latency FILE | paired FILE | load URL RATE SECONDS CONNECTIONS GROUP NAME FILE | report DIR OUT"
-    );
-    std::process::exit(2)
+/// What criterion does not measure: the host end to end, latency
+/// histograms, interleaved comparisons, HTTP load; and the report.
+#[derive(Debug, Parser)]
+#[command(name = "bench-tool", about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize| args.get(i).cloned().unwrap_or_else(|| usage());
-    match args.first().map(String::as_str) {
-        Some("corpus") => write_corpus(&arg(1)),
-        Some("latency") => latency(&arg(1)),
-        Some("load") => load::run(&args[1..]),
-        Some("paired") => paired::run(&arg(1)),
-        Some("report") => std::process::exit(report::run(&arg(1), &arg(2))),
-        _ => usage(),
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// The shipped host end to end: cold-start steps, warm latency in both
+    /// isolation modes over the request mix, memory, the deadline's cost.
+    Host(host_bench::HostArgs),
+    /// The request corpus and the config as JSON, for Node.js.
+    Corpus {
+        /// Where to write it.
+        file: PathBuf,
+    },
+    /// Per-call latency histograms (native, wasmtime modes, microservice) as JSON.
+    Latency {
+        /// Where to write them.
+        file: PathBuf,
+    },
+    /// A/B comparisons measured interleaved (JIT and .cwasm, the deadline,
+    /// module variants, speed-up kernels) as JSON.
+    Paired {
+        /// Where to write them.
+        file: PathBuf,
+    },
+    /// An open-loop HTTP load at a fixed rate; latency from each request's
+    /// scheduled start as well as its round trip.
+    Load(load::LoadArgs),
+    /// docs/PERFORMANCE.md from the results `benches/run.sh` left in DIR.
+    Report {
+        /// The results directory (target/bench-results).
+        dir: PathBuf,
+        /// The report to write.
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Host(args) => host_bench::run(&args),
+        Command::Corpus { file } => write_corpus(&file),
+        Command::Latency { file } => latency(&file),
+        Command::Paired { file } => paired::run(&file),
+        Command::Load(args) => load::run(&args),
+        Command::Report { dir, out } => report::run(&dir, &out),
     }
 }
 
-/// The corpus as JSON for `benches/node/bench.mjs` and `benches/run.sh`:
+/// `bench-tool corpus`: the corpus as JSON for `benches/node/bench.mjs` and `benches/run.sh`:
 /// the config, the mix, one case per kind (with its token) and the phases.
-fn write_corpus(path: &str) {
+fn write_corpus(path: &std::path::Path) -> ExitCode {
     corpus::check_native();
     let (kid, secret) = testkit::tokens::first_key(corpus::config()).expect("a key");
     let request = |r: &testkit::mix::Request| {
@@ -55,6 +86,7 @@ fn write_corpus(path: &str) {
         })
     };
     let json = serde_json::json!({
+        "abi_version": contract::ABI_VERSION,
         "now": NOW,
         "seed": corpus::SEED,
         "kid": kid,
@@ -68,10 +100,11 @@ fn write_corpus(path: &str) {
         "phases": corpus::phases(),
     });
     std::fs::write(path, serde_json::to_string_pretty(&json).expect("JSON")).expect("write the corpus");
-    eprintln!("wrote {path}");
+    eprintln!("wrote {}", path.display());
+    ExitCode::SUCCESS
 }
 
-fn latency(path: &str) {
+fn latency(path: &std::path::Path) -> ExitCode {
     const CALLS: usize = 200_000;
     const FRESH_CALLS: usize = 50_000;
     corpus::check_native();
@@ -114,5 +147,6 @@ fn latency(path: &str) {
     eprintln!("  microservice done");
 
     std::fs::write(path, serde_json::to_string_pretty(&out).expect("JSON")).expect("write");
-    eprintln!("wrote {path}");
+    eprintln!("wrote {}", path.display());
+    ExitCode::SUCCESS
 }

@@ -13,13 +13,20 @@ use std::path::Path;
 use std::time::Instant;
 
 use gateway_benches::corpus::{self, NOW};
-use gateway_benches::host::{self, Setup};
-use gateway_benches::ids::{self, Group, Id};
+use gateway_benches::host::Setup;
+use gateway_benches::paths::variants_path;
+use gateway_benches::variants::{SHIPPED, VARIANTS};
 use hmac::{Hmac, KeyInit, Mac};
-use host_sim::instance::{Reusable, Runtime};
+use runtime::{Reusable, Runtime};
 use sha2::Sha256;
 
-type Contender<'a> = (Id, Box<dyn FnMut(usize) + 'a>);
+/// A contender: its figure's name (`group/name`) and one call of it.
+type Contender<'a> = (String, Box<dyn FnMut(usize) + 'a>);
+
+/// The figure `name` of `group`.
+fn id(group: &str, name: &str) -> String {
+    format!("{group}/{name}")
+}
 
 const ROUNDS: usize = 301;
 const BATCH_NS: f64 = 1e6;
@@ -73,12 +80,12 @@ fn compare(out: &mut BTreeMap<String, f64>, mut contenders: Vec<Contender<'_>>) 
         // The lower quartile: a batch that another process preempted is
         // slower, never faster, so the low side is the undisturbed cost.
         let quartile = s[s.len() / 4];
-        eprintln!("  {}: {quartile:.0} ns", id.full());
-        out.insert(id.full(), quartile);
+        eprintln!("  {id}: {quartile:.0} ns");
+        out.insert(id, quartile);
     }
 }
 
-fn reuse<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
+fn reuse<'a>(id: String, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
     let mut reusable = Reusable::default();
     (
         id,
@@ -88,7 +95,7 @@ fn reuse<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a
     )
 }
 
-fn fresh<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
+fn fresh<'a>(id: String, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a> {
     (
         id,
         Box::new(move |i| {
@@ -98,34 +105,35 @@ fn fresh<'a>(id: Id, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contender<'a
 }
 
 /// The setups compared in the reuse and fresh groups.
-fn setups(group: Group) -> Vec<(Id, Setup)> {
+fn setups(group: &str) -> Vec<(String, Setup)> {
     let mut setups = vec![
-        (group.id(ids::JIT_DEADLINE), Setup::Deadline),
-        (group.id(ids::JIT_NO_DEADLINE), Setup::NoDeadline),
-        (group.id(ids::CWASM_DEADLINE), Setup::Cwasm),
+        (id(group, "jit_deadline"), Setup::Deadline),
+        (id(group, "jit_no_deadline"), Setup::NoDeadline),
+        (id(group, "cwasm_deadline"), Setup::Cwasm),
     ];
-    if group == ids::PAIRED_REUSE {
-        setups.push((group.id(ids::WINCH_DEADLINE), Setup::Winch));
+    if group == "interleaved/reuse" {
+        setups.push((id(group, "winch_deadline"), Setup::Winch));
     }
     setups
 }
 
 /// Runs every comparison and writes `{id: ns}` to `path`.
-pub fn run(path: &str) {
+pub fn run(path: &std::path::Path) -> std::process::ExitCode {
     corpus::check_native();
     let heads = corpus::heads(&corpus::mix());
     let mut all = BTreeMap::new();
 
     // The host's defaults against one setting changed; one runtime each.
-    for group in [ids::PAIRED_REUSE, ids::PAIRED_FRESH] {
-        let runtimes: Vec<(Id, Runtime)> = setups(group).into_iter().map(|(id, s)| (id, s.load())).collect();
+    for group in ["interleaved/reuse", "interleaved/fresh"] {
+        let runtimes: Vec<(String, Runtime)> =
+            setups(group).into_iter().map(|(id, s)| (id, s.load())).collect();
         let contenders = runtimes
             .iter()
             .map(|(id, runtime)| {
-                if group == ids::PAIRED_REUSE {
-                    reuse(*id, runtime, &heads)
+                if group == "interleaved/reuse" {
+                    reuse(id.clone(), runtime, &heads)
                 } else {
-                    fresh(*id, runtime, &heads)
+                    fresh(id.clone(), runtime, &heads)
                 }
             })
             .collect();
@@ -133,37 +141,38 @@ pub fn run(path: &str) {
     }
 
     // The size-table variants (built by benches/run.sh), all in one comparison.
-    let variant_path = |name: &str| host::variants_path(&format!("{name}.wasm"));
-    let variants: Vec<(&'static str, Runtime)> = ids::VARIANTS
+    let variant_path = |name: &str| variants_path(&format!("{name}.wasm"));
+    let variants: Vec<(&'static str, Runtime)> = VARIANTS
         .iter()
         .map(|v| (v.name, Setup::NoDeadline.load_module(&existing(&variant_path(v.name)))))
         .collect();
     let contenders =
-        variants.iter().map(|(name, rt)| reuse(ids::PAIRED_VARIANTS_REUSE.id(name), rt, &heads)).collect();
+        variants.iter().map(|(name, rt)| reuse(id("interleaved/variants_reuse", name), rt, &heads)).collect();
     compare(&mut all, contenders);
     let contenders =
-        variants.iter().map(|(name, rt)| fresh(ids::PAIRED_VARIANTS_FRESH.id(name), rt, &heads)).collect();
+        variants.iter().map(|(name, rt)| fresh(id("interleaved/variants_fresh", name), rt, &heads)).collect();
     compare(&mut all, contenders);
     drop(variants);
 
     // The epoch check sits on loop back-edges: does sha2's compact (looped)
     // backend pay more for it than the unrolled one?
-    let compact = existing(&variant_path(ids::SHIPPED_VARIANT));
+    let compact = existing(&variant_path(SHIPPED));
     let unrolled = existing(&variant_path("b3-default-oz"));
     let by_sha2 = [
-        (ids::SHA2_COMPACT_DEADLINE, Setup::Deadline.load_module(&compact)),
-        (ids::SHA2_COMPACT_NO_DEADLINE, Setup::NoDeadline.load_module(&compact)),
-        (ids::SHA2_DEFAULT_DEADLINE, Setup::Deadline.load_module(&unrolled)),
-        (ids::SHA2_DEFAULT_NO_DEADLINE, Setup::NoDeadline.load_module(&unrolled)),
+        ("interleaved/epoch_by_sha2/compact_deadline", Setup::Deadline.load_module(&compact)),
+        ("interleaved/epoch_by_sha2/compact_no_deadline", Setup::NoDeadline.load_module(&compact)),
+        ("interleaved/epoch_by_sha2/default_deadline", Setup::Deadline.load_module(&unrolled)),
+        ("interleaved/epoch_by_sha2/default_no_deadline", Setup::NoDeadline.load_module(&unrolled)),
     ];
-    compare(&mut all, by_sha2.iter().map(|(id, rt)| reuse(*id, rt, &heads)).collect());
+    compare(&mut all, by_sha2.iter().map(|(id, rt)| reuse(id.to_string(), rt, &heads)).collect());
     drop(by_sha2);
 
     kernels(&mut all);
     native_hmac(&mut all);
 
     std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
-    eprintln!("wrote {path}");
+    eprintln!("wrote {}", path.display());
+    std::process::ExitCode::SUCCESS
 }
 
 /// `path`, which `benches/run.sh` step 1 must have built.
@@ -175,29 +184,30 @@ fn existing(path: &Path) -> std::path::PathBuf {
 /// The speed-up kernels (`benches/wasm-kernels`) in wasm: not a gateway
 /// module, so instantiated directly in an engine the host builds.
 fn kernels(all: &mut BTreeMap<String, f64>) {
-    let path = existing(&host::variants_path("wasm_kernels.wasm.kernel"));
+    let path = existing(&variants_path("wasm_kernels.wasm.kernel"));
     let options = Setup::NoDeadline.options();
-    let engine = host_sim::engine::build(&options, 4).expect("engine");
+    let engine = runtime::engine::build(&options, 4).expect("engine");
     let bytes = std::fs::read(&path).expect("kernel module");
-    let module = host_sim::engine::compile(&engine, &bytes, &path).expect("kernel module compiles");
+    let module = runtime::engine::compile(&engine, &bytes, &path).expect("kernel module compiles");
     let token = corpus::valid_token();
     let signing_input = token[..token.rfind('.').expect("dots")].to_string();
-    for (a, b, input) in [
-        (ids::KERNEL_HMAC_WORKER, ids::KERNEL_HMAC_PREKEYED, signing_input),
-        (ids::KERNEL_SPLIT_WORKER, ids::KERNEL_SPLIT_TABLE, token.clone()),
+    // Each contender is an export of the kernel module, named as its figure.
+    for (group, exports, input) in [
+        ("interleaved/kernels_hmac", ["hmac_worker", "hmac_prekeyed"], signing_input),
+        ("interleaved/kernels_split", ["split_worker", "split_table"], token.clone()),
     ] {
         let mut contenders: Vec<Contender<'_>> = Vec::new();
-        for id in [a, b] {
+        for export in exports {
             let mut store = wasmtime::Store::new(&engine, ());
             let instance = wasmtime::Instance::new(&mut store, &module, &[]).expect("kernel instance");
             let memory = instance.get_memory(&mut store, "memory").expect("memory");
             let ptr = instance.get_typed_func::<(), i32>(&mut store, "buf_ptr").expect("buf_ptr");
             let ptr = ptr.call(&mut store, ()).expect("buf_ptr") as usize;
             memory.write(&mut store, ptr, input.as_bytes()).expect("write");
-            let f = instance.get_typed_func::<i32, i32>(&mut store, id.name).expect("export");
+            let f = instance.get_typed_func::<i32, i32>(&mut store, export).expect("export");
             let len = input.len() as i32;
             contenders.push((
-                id,
+                id(group, export),
                 Box::new(move |_| {
                     let _ = black_box(f.call(&mut store, black_box(len)));
                 }),
@@ -219,7 +229,7 @@ fn native_hmac(all: &mut BTreeMap<String, f64>) {
         all,
         vec![
             (
-                ids::NATIVE_HMAC_WORKER,
+                "interleaved/native_hmac/hmac_worker".to_owned(),
                 Box::new(|_| {
                     let _ = black_box(worker::internal::signature::verify(
                         &hmac_key,
@@ -229,7 +239,7 @@ fn native_hmac(all: &mut BTreeMap<String, f64>) {
                 }),
             ),
             (
-                ids::NATIVE_HMAC_PREKEYED,
+                "interleaved/native_hmac/hmac_prekeyed".to_owned(),
                 Box::new(|_| {
                     let mut mac = keyed.clone();
                     mac.update(black_box(&input));

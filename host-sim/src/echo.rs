@@ -11,9 +11,10 @@ use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
+use crate::body::{Body, full};
 use crate::exchange::POOL_IDLE_TIMEOUT;
 use crate::limits::{self, ClientLimits};
-use crate::listen::{self, Body, full};
+use crate::listen;
 use contract::fields::SUBJECT as SUBJECT_HEADER;
 
 /// `host-sim upstream` arguments.

@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use contract::Decision;
 use contract::owned::DecisionBuf;
 
-use crate::engine::{EngineOptions, Isolation, SourceArgs};
-use crate::input::Input;
-use crate::instance::{Outcome, Reusable, Runtime, unix_now};
+use runtime::{Input, Isolation, Outcome, Reusable, Runtime, unix_now};
+
+use crate::args::{EngineArgs, SourceArgs};
 
 /// `host-sim eval` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -31,7 +31,7 @@ pub struct EvalArgs {
     pub source: SourceArgs,
     /// Engine and instance settings.
     #[command(flatten)]
-    pub engine: EngineOptions,
+    pub engine: EngineArgs,
     /// The clock passed to the module, Unix seconds (default: now). A line's "now" overrides it.
     #[arg(long, value_name = "UNIX_SECS")]
     pub now: Option<f64>,
@@ -120,7 +120,7 @@ pub fn eval_stream(
 
 /// Runs `host-sim eval`.
 pub fn run(args: &EvalArgs) -> ExitCode {
-    let runtime = match Runtime::load(&args.engine, &args.source.source(), 2) {
+    let runtime = match Runtime::load(&args.engine.options(), &args.source.source(), 2) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");

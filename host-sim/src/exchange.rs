@@ -13,18 +13,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use hyper::body::{Body as _, Frame, Incoming, SizeHint};
+use hyper::body::{Body as _, Incoming};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
+use crate::body::{Polled, Received, Watch, Watched, received};
 use crate::gate::{Gate, QueueTimedOut};
 use crate::limits::ForwardLimits;
-use crate::listen::BoxError;
 
 /// How long an idle upstream connection is kept for reuse.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -86,7 +85,7 @@ fn chain(error: &dyn std::error::Error) -> String {
 /// Sends requests upstream over a pooled HTTP/1.1 client within the limits.
 #[derive(Debug, Clone)]
 pub struct Exchange {
-    client: Client<Gate<HttpConnector>, RequestBody>,
+    client: Client<Gate, RequestBody>,
     limits: ForwardLimits,
 }
 
@@ -113,13 +112,9 @@ impl Exchange {
         }
         let mut deadline = Box::pin(tokio::time::sleep(limits.timeout));
         let (failed, mut body_failure) = oneshot::channel();
-        let request = request.map(|inner| RequestBody {
-            inner,
-            seen: 0,
-            limits,
-            stall: None,
-            waiting: false,
-            failed: Some(failed),
+        let request = request.map(|inner| {
+            let watch = BodyLimits { seen: 0, limits, stall: None, waiting: false, failed: Some(failed) };
+            Watched::new(received(inner), watch)
         });
         let response = tokio::select! {
             response = self.client.request(request) => response,
@@ -134,7 +129,8 @@ impl Exchange {
             Some(queued) => ExchangeError::Busy(queued),
             None => ExchangeError::Unreachable(e),
         })?;
-        Ok(response.map(|inner| ResponseBody { inner, deadline, timeout: limits.timeout }))
+        Ok(response
+            .map(|inner| Watched::new(received(inner), Deadline { deadline, timeout: limits.timeout })))
     }
 }
 
@@ -152,11 +148,18 @@ fn queue_timed_out(error: &hyper_util::client::legacy::Error) -> Option<QueueTim
 }
 
 /// The client's request body on its way upstream: counted against the
-/// maximum and watched for stalls. A limit ends it with an error (which
-/// aborts the upstream request) and tells the exchange which limit it was.
+/// maximum and watched for stalls ([`BodyLimits`]).
+pub type RequestBody = Watched<Received, BodyLimits>;
+
+/// The upstream's response body on its way to the client, cut off with an
+/// error if it is still streaming at the exchange's deadline ([`Deadline`]).
+pub type ResponseBody = Watched<Received, Deadline>;
+
+/// The limits a request body is held to on its way upstream. A limit ends
+/// the body with an error (which aborts the upstream request) and tells the
+/// exchange which limit it was.
 #[derive(Debug)]
-pub struct RequestBody {
-    inner: Incoming,
+pub struct BodyLimits {
     seen: u64,
     limits: ForwardLimits,
     /// Fires when the body has been waited for longer than the body timeout.
@@ -166,11 +169,8 @@ pub struct RequestBody {
     failed: Option<oneshot::Sender<ExchangeError>>,
 }
 
-impl RequestBody {
-    fn fail(
-        &mut self,
-        error: fn(&ForwardLimits) -> ExchangeError,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+impl BodyLimits {
+    fn fail(&mut self, error: fn(&ForwardLimits) -> ExchangeError) -> Polled {
         if let Some(failed) = self.failed.take() {
             let _ = failed.send(error(&self.limits));
         }
@@ -178,90 +178,57 @@ impl RequestBody {
     }
 }
 
-impl hyper::body::Body for RequestBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_frame(cx) {
+impl Watch for BodyLimits {
+    fn frame(&mut self, cx: &mut Context<'_>, polled: Polled) -> Polled {
+        match polled {
             Poll::Ready(Some(Ok(frame))) => {
-                this.waiting = false;
+                self.waiting = false;
                 if let Some(data) = frame.data_ref() {
-                    this.seen = this.seen.saturating_add(data.len() as u64);
-                    if this.seen > this.limits.max_body {
-                        return this.fail(|l| ExchangeError::BodyTooLarge(l.max_body));
+                    self.seen = self.seen.saturating_add(data.len() as u64);
+                    if self.seen > self.limits.max_body {
+                        return self.fail(|l| ExchangeError::BodyTooLarge(l.max_body));
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(Box::new(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
                 // The stall timer counts only time spent waiting for the
                 // client, not time the upstream took to ask for more.
-                if !this.waiting {
-                    this.waiting = true;
-                    let deadline = Instant::now() + this.limits.body_timeout;
-                    match &mut this.stall {
+                if !self.waiting {
+                    self.waiting = true;
+                    let deadline = Instant::now() + self.limits.body_timeout;
+                    match &mut self.stall {
                         Some(stall) => stall.as_mut().reset(deadline),
-                        None => this.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                        None => self.stall = Some(Box::pin(tokio::time::sleep_until(deadline))),
                     }
                 }
-                if let Some(stall) = &mut this.stall
+                if let Some(stall) = &mut self.stall
                     && stall.as_mut().poll(cx).is_ready()
                 {
-                    return this.fail(|l| ExchangeError::BodyStalled(l.body_timeout));
+                    return self.fail(|l| ExchangeError::BodyStalled(l.body_timeout));
                 }
                 Poll::Pending
             }
+            ended => ended,
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
-/// The upstream's response body on its way to the client, cut off with an
-/// error if it is still streaming at the exchange's deadline.
+/// The exchange's deadline, which a response body still streaming at it
+/// is cut at.
 #[derive(Debug)]
-pub struct ResponseBody {
-    inner: Incoming,
+pub struct Deadline {
     deadline: Pin<Box<Sleep>>,
     timeout: Duration,
 }
 
-impl hyper::body::Body for ResponseBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_frame(cx) {
-            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(BoxError::from))),
-            Poll::Pending if this.deadline.as_mut().poll(cx).is_ready() => {
-                Poll::Ready(Some(Err(Box::new(ExchangeError::TimedOut(this.timeout)))))
+impl Watch for Deadline {
+    fn frame(&mut self, cx: &mut Context<'_>, polled: Polled) -> Polled {
+        match polled {
+            Poll::Pending if self.deadline.as_mut().poll(cx).is_ready() => {
+                Poll::Ready(Some(Err(Box::new(ExchangeError::TimedOut(self.timeout)))))
             }
-            Poll::Pending => Poll::Pending,
+            other => other,
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }

@@ -12,11 +12,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::Uri;
-use hyper::rt::{Read, ReadBufCursor, Write};
-use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::listen::BoxError;
+use crate::body::BoxError;
+use crate::stream::{Attached, OnRead};
 
 /// No connection to an upstream became free in time.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -52,29 +54,28 @@ impl Permits {
 
 /// A connector that opens at most `max` connections per upstream at once.
 #[derive(Debug, Clone)]
-pub struct Gate<C> {
-    inner: C,
+pub struct Gate {
+    inner: HttpConnector,
     permits: Arc<Permits>,
 }
 
-impl<C> Gate<C> {
+/// A connection to an upstream, holding its upstream's permit until it is
+/// dropped (closed).
+pub type Gated = TokioIo<Attached<TcpStream, OwnedSemaphorePermit>>;
+
+impl Gate {
     /// Wraps `inner`: at most `max` connections per upstream, waiting at most
     /// `queue_timeout` for one.
-    pub fn new(inner: C, max: usize, queue_timeout: Duration) -> Gate<C> {
+    pub fn new(inner: HttpConnector, max: usize, queue_timeout: Duration) -> Gate {
         let permits = Permits { max, queue_timeout, by_upstream: Mutex::new(HashMap::new()) };
         Gate { inner, permits: Arc::new(permits) }
     }
 }
 
-impl<C> tower_service::Service<Uri> for Gate<C>
-where
-    C: tower_service::Service<Uri> + Clone + Send + 'static,
-    C::Future: Send,
-    C::Error: Into<BoxError>,
-{
-    type Response = Gated<C::Response>;
+impl tower_service::Service<Uri> for Gate {
+    type Response = Gated;
     type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Gated<C::Response>, BoxError>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Gated, BoxError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -95,61 +96,17 @@ where
                     return Err(QueueTimedOut { upstream, max: permits.max, waited }.into());
                 }
             };
-            let io = inner.call(uri).await.map_err(Into::into)?;
-            Ok(Gated { io, _permit: permit })
+            let io = inner.call(uri).await.map_err(BoxError::from)?;
+            Ok(TokioIo::new(Attached::new(io.into_inner(), permit)))
         })
     }
 }
 
-/// A connection holding its upstream's permit until it is dropped.
-#[derive(Debug)]
-pub struct Gated<T> {
-    io: T,
-    _permit: OwnedSemaphorePermit,
-}
+/// An upstream connection's permit only needs to live as long as it.
+impl OnRead for OwnedSemaphorePermit {}
 
-impl<T: Read + Unpin> Read for Gated<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: ReadBufCursor<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<T: Write + Unpin> Write for Gated<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-impl<T: Connection> Connection for Gated<T> {
+impl Connection for Attached<TcpStream, OwnedSemaphorePermit> {
     fn connected(&self) -> Connected {
-        self.io.connected()
+        self.stream().connected()
     }
 }

@@ -1,42 +1,38 @@
-//! The wasmtime host that plays the edge runtime for the gateway module
-//! (`dist/gateway.wasm`, contract in `worker/ABI.md`).
+//! `host-sim`: the gateway module on a developer's machine, as an edge
+//! runtime would run it. The module itself runs in the `runtime` crate
+//! (engine, instances, the limits of a Store, the contract's decisions);
+//! this crate is what is around it: the command line, the HTTP server that
+//! executes the module's decisions, and two tools for trying it.
+//!
+//! Why two crates: the runtime is what any Rust program embeds (the benches
+//! and the tests do), and it needs no HTTP stack, config file or test kit;
+//! everything here does. `main.rs` only parses the arguments and hands each
+//! command to its own file, which returns an exit code.
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`engine`] | the engine's configuration, loading `.wasm` (JIT) or `.cwasm`, the epoch ticker |
-//! | [`instance`] | the contract check, `InstancePre`, per-Store limits, deciding a request (fresh or reused instance) |
-//! | [`input`] | what the host writes into the module: the [`input::Input`] (context line and head); the decision it reads back is the `contract` crate's |
-//! | [`error`] | [`error::LoadError`] (refuse to start) and [`error::GuestError`] (500/503 for one request) |
-//! | [`compile`], [`eval`], [`bench`], [`serve`], [`echo`], [`mint`] | the commands |
-//! | [`listen`], [`upstream`] | HTTP server plumbing and forwarding upstream |
-//! | [`limits`], [`exchange`], [`gate`] | `serve`'s limits: the flags, an upstream exchange within them, the per-upstream connection cap |
+//! | [`args`] | the flags every command shares, turned into the runtime's types |
+//! | [`compile`], [`eval`], [`serve`] | the commands that run the module |
+//! | [`echo`], [`mint`] | the tools: an echo upstream, and a token signed with the config's key |
+//! | [`listen`] | the HTTP/1.1 server: accept loop, connection cap, head and idle timeouts, shutdown |
+//! | [`upstream`], [`exchange`], [`gate`] | executing a forward: the request as planned, sent within the limits, at most so many connections per upstream |
+//! | [`limits`] | `serve`'s limit flags and the groups they are handed on in |
+//! | [`body`], [`stream`] | the one body wrapper and the one IO wrapper the above share |
 //! | [`access_log`] | `serve`'s access-log line, escaped |
 //!
-//! Deciding requests from Rust:
-//!
-//! ```no_run
-//! use host_sim::engine::{EngineOptions, ModuleSource};
-//! use host_sim::instance::{Reusable, Runtime};
-//! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 2)?;
-//! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
-//! let outcome = runtime.decide_fresh(head, 1.8e9);
-//! assert_eq!(outcome.map(|d| d.status()), Ok(401));
-//! # Ok::<(), host_sim::error::LoadError>(())
-//! ```
+//! Measuring the host is the benches' job (`bench-tool host`, `make bench`).
 
 pub mod access_log;
-pub mod bench;
+pub mod args;
+pub mod body;
 pub mod compile;
 pub mod echo;
-pub mod engine;
-pub mod error;
 pub mod eval;
 pub mod exchange;
 pub mod gate;
-pub mod input;
-pub mod instance;
 pub mod limits;
 pub mod listen;
 pub mod mint;
 pub mod serve;
+pub mod stream;
 pub mod upstream;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::engine::parse_size;
+use crate::args::parse_size;
 
 /// Descriptors kept back from client connections: standard streams, the
 /// runtime's epoll and wake-up descriptors, the listener, the module's

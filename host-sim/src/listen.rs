@@ -6,29 +6,23 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::task::{Context, Poll};
+use std::task::Context;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::combinators::BoxBody;
-use hyper::body::{Frame, Incoming, SizeHint};
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::body::{Body, Polled, Watch, Watched};
 use crate::limits::ClientLimits;
+use crate::stream::{Attached, OnRead};
 use contract::fields::HostAnswer;
-
-/// Any error a body may end with: the upstream's, or a limit's.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The response body type of both servers: a buffered or a streamed body.
-pub type Body = BoxBody<Bytes, BoxError>;
 
 /// The largest buffer hyper keeps for a connection's request head (the
 /// smallest it allows is 8 KiB). A longer head is answered 431 by hyper; the
@@ -138,14 +132,15 @@ async fn connection<H, F>(
 {
     let _ = stream.set_nodelay(true);
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched { stream, activity: Arc::clone(&activity) });
+    let io = TokioIo::new(Attached::new(stream, Arc::clone(&activity)));
     let busy = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request| {
         let handler = handler.clone();
         let request_under_way = busy.begin();
         async move {
             let response = handler(request, remote).await;
-            Ok::<_, Infallible>(response.map(|body| Tracked { body, _request: request_under_way }))
+            // Boxed again: the connection then serves one concrete body type.
+            Ok::<_, Infallible>(response.map(|body| Watched::new(body, request_under_way).boxed()))
         }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -286,80 +281,18 @@ impl Drop for UnderWay {
     }
 }
 
-/// A response body that marks its request under way until it is dropped.
-struct Tracked {
-    body: Body,
-    _request: UnderWay,
-}
-
-impl hyper::body::Body for Tracked {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// A client's stream that notes when a byte arrives.
-struct Watched {
-    stream: TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.touch();
-        }
+/// A response body holds its request's [`UnderWay`] until the body is
+/// dropped, and lets every frame through.
+impl Watch for UnderWay {
+    fn frame(&mut self, _cx: &mut Context<'_>, polled: Polled) -> Polled {
         polled
     }
 }
 
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+/// A client's connection notes when a byte arrives.
+impl OnRead for Arc<Activity> {
+    fn read(&self) {
+        self.touch();
     }
 }
 
@@ -372,10 +305,4 @@ pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> 
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     Ok(listener)
-}
-
-/// A buffered body.
-pub fn full(bytes: impl Into<Bytes>) -> Body {
-    use http_body_util::BodyExt as _;
-    http_body_util::Full::new(bytes.into()).map_err(|never| match never {}).boxed()
 }

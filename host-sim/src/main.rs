@@ -1,5 +1,5 @@
-//! `host-sim`: compile, evaluate, benchmark and serve the gateway module on
-//! wasmtime. This file only parses the arguments and dispatches.
+//! `host-sim`: compile, evaluate and serve the gateway module on wasmtime.
+//! This file only parses the arguments and dispatches.
 
 use std::process::ExitCode;
 
@@ -19,23 +19,32 @@ enum Command {
     Compile(host_sim::compile::CompileArgs),
     /// Decide requests read as JSON Lines on stdin; one JSON line out per request.
     Eval(host_sim::eval::EvalArgs),
-    /// Measure cold start, warm latency in both isolation modes, and memory.
-    Bench(host_sim::bench::BenchArgs),
     /// Serve HTTP/1.1: run each request head through the module, forward or reject.
     Serve(host_sim::serve::ServeArgs),
     /// Run an echo upstream that describes each request it receives as JSON.
     Upstream(host_sim::echo::UpstreamArgs),
     /// Mint a token signed with the gateway config's key (the demo key).
     Token(host_sim::mint::TokenArgs),
+    /// Moved: the host's measurements are `bench-tool host` (same flags).
+    #[command(hide = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Compile(args) => host_sim::compile::run(&args),
         Command::Eval(args) => host_sim::eval::run(&args),
-        Command::Bench(args) => host_sim::bench::run(&args),
         Command::Serve(args) => host_sim::serve::run(&args),
         Command::Upstream(args) => host_sim::echo::run(&args),
         Command::Token(args) => host_sim::mint::run(&args),
+        Command::Bench { .. } => {
+            eprintln!(
+                "error: `host-sim bench` moved to the benches: run `target/release/bench-tool host` (`--wasm`, `--cwasm`, `--requests`, `--cold-runs`, `--json` as before; `make host` builds it)"
+            );
+            ExitCode::from(2)
+        }
     }
 }

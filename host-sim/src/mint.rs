@@ -53,7 +53,7 @@ pub fn run(args: &TokenArgs) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let (kid, key) = (key.kid.as_str(), key.secret());
-    let now = crate::instance::unix_now() as i64;
+    let now = runtime::unix_now() as i64;
     let exp = u64::try_from(now.saturating_add(args.exp_in)).unwrap_or(0);
     let mut claims = Claims::new(&args.aud, exp).issued_at(now as u64);
     if let Some(iss) = args.iss.as_deref().or(issuer.and_then(|i| i.iss.as_deref())) {

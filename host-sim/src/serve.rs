@@ -18,12 +18,13 @@ use contract::owned::DecisionBuf;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
+use runtime::{Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds};
+
 use crate::access_log;
-use crate::engine::{EngineOptions, Isolation, SourceArgs};
-use crate::input::{Input, Scheme};
-use crate::instance::{Outcome, Reusable, Runtime, unix_seconds};
+use crate::args::{EngineArgs, SourceArgs};
+use crate::body::Body;
 use crate::limits::{self, LimitArgs};
-use crate::listen::{self, Body};
+use crate::listen;
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
 /// `host-sim serve` arguments.
@@ -37,7 +38,7 @@ pub struct ServeArgs {
     pub source: SourceArgs,
     /// Engine and instance settings.
     #[command(flatten)]
-    pub engine: EngineOptions,
+    pub engine: EngineArgs,
     /// Print one line per request on stderr.
     #[arg(long)]
     pub access_log: bool,
@@ -190,7 +191,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     // runs, which never awaits), twice over for reuse-mode instances being
     // replaced, plus one for the probe.
     let slots = u32::try_from(threads * 2 + 1).unwrap_or(u32::MAX);
-    let runtime = match Runtime::load(&args.engine, &args.source.source(), slots) {
+    let runtime = match Runtime::load(&args.engine.options(), &args.source.source(), slots) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };

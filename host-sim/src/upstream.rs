@@ -18,9 +18,9 @@ use http::{Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 
+use crate::body::{Body, full};
 use crate::exchange::{Exchange, ExchangeError};
 use crate::limits::ForwardLimits;
-use crate::listen::{Body, full};
 
 /// Why a request could not be forwarded.
 #[derive(Debug, thiserror::Error)]

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use common::NOW;
-use host_sim::engine::{EngineOptions, ModuleSource};
-use host_sim::error::{GuestError, LoadError};
-use host_sim::instance::{Reusable, Runtime};
+use runtime::{EngineOptions, ModuleSource};
+use runtime::{GuestError, LoadError};
+use runtime::{Reusable, Runtime};
 
 fn eval(args: &[&str], input: &str) -> Output {
     let mut child = common::bin()

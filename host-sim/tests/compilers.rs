@@ -8,8 +8,8 @@
 mod common;
 
 use common::NOW;
-use host_sim::engine::{Compiler, EngineOptions, ModuleSource};
-use host_sim::instance::{Reusable, Runtime};
+use runtime::{Compiler, EngineOptions, ModuleSource};
+use runtime::{Reusable, Runtime};
 use testkit::mix::Mix;
 
 /// The request heads: the conformance corpus (`testkit/conformance/forwarding.jsonl`,
@@ -60,7 +60,7 @@ fn a_winch_cwasm_decides_as_cranelift_does() {
     let dir = common::scratch("compilers");
     let cwasm = dir.join("winch.cwasm");
     let winch_options = options(Compiler::Winch);
-    host_sim::compile::compile_file(&winch_options, &common::gateway_wasm(), &cwasm).unwrap();
+    runtime::precompile_file(&winch_options, &common::gateway_wasm(), &cwasm).unwrap();
     let winch = Runtime::load(&winch_options, &ModuleSource::Cwasm(cwasm), 4).unwrap();
     let wasm = ModuleSource::Wasm(common::gateway_wasm());
     let cranelift = Runtime::load(&options(Compiler::Cranelift), &wasm, 4).unwrap();

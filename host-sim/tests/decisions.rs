@@ -11,7 +11,7 @@ use std::process::Stdio;
 use common::NOW;
 use contract::Decision;
 use contract::owned::DecisionBuf;
-use host_sim::instance::Reusable;
+use runtime::Reusable;
 use testkit::tokens::{Claims, b64url, mint, sign};
 use worker::Rejection;
 
@@ -361,7 +361,7 @@ fn token_command_mints_tokens_the_module_accepts() {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
     let runtime = common::runtime();
-    let now = host_sim::instance::unix_now();
+    let now = runtime::unix_now();
     let valid = mint(&["--aud", "users", "--sub", "carol"]);
     let decision = runtime.decide_fresh(req(&valid).as_bytes(), now).unwrap();
     let Decision::Forward(plan) = decision.view() else { panic!("valid token refused: {decision:?}") };

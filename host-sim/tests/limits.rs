@@ -18,20 +18,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Guard, Reply, head, send, start, start_command};
 use contract::Decision;
-use host_sim::engine::Isolation;
 use host_sim::limits::{ClientLimits, ForwardLimits};
 use host_sim::serve::Gateway;
 use host_sim::upstream::Forwarder;
+use runtime::Isolation;
 
 fn token(aud: &str) -> String {
-    testkit::tokens::mint_for(
-        &common::config(),
-        aud,
-        Some("alice"),
-        host_sim::instance::unix_now() as u64,
-        600,
-    )
-    .unwrap()
+    testkit::tokens::mint_for(&common::config(), aud, Some("alice"), runtime::unix_now() as u64, 600).unwrap()
 }
 
 fn serve_args(extra: &[&str]) -> Vec<String> {
@@ -523,7 +516,7 @@ fn a_clock_that_cannot_be_read_gives_500_not_a_pass() {
     let forwarder = Forwarder::new(HashMap::new(), forward_limits());
     let gateway =
         Gateway::new(common::runtime(), Isolation::Fresh, forwarder, false).with_clock(broken_clock);
-    let decision = gateway.decide(host_sim::input::Input::from(request.as_bytes())).expect("a decision");
+    let decision = gateway.decide(runtime::Input::from(request.as_bytes())).expect("a decision");
     let Decision::Answer(rejected) = decision.view() else {
         panic!("a broken clock must not let the token through")
     };

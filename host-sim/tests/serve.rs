@@ -9,8 +9,7 @@ mod common;
 use common::{Guard, head, send, start};
 
 fn token(aud: &str, sub: Option<&str>) -> String {
-    testkit::tokens::mint_for(&common::config(), aud, sub, host_sim::instance::unix_now() as u64, 600)
-        .unwrap()
+    testkit::tokens::mint_for(&common::config(), aud, sub, runtime::unix_now() as u64, 600).unwrap()
 }
 
 fn gateway(extra: &[&str]) -> Guard {
@@ -52,14 +51,8 @@ fn forwards_accepted_requests_without_the_token() {
         assert_eq!(echo["content_type"], "application/octet-stream");
 
         // A token without sub: no subject header.
-        let t = testkit::tokens::mint_for(
-            &common::config(),
-            "orders",
-            None,
-            host_sim::instance::unix_now() as u64,
-            600,
-        )
-        .unwrap();
+        let t = testkit::tokens::mint_for(&common::config(), "orders", None, runtime::unix_now() as u64, 600)
+            .unwrap();
         let reply = send(server.addr, &head("GET", "/", Some(&t), &[]), b"");
         assert_eq!(reply.status, 200);
         assert!(reply.json()["subject"].is_null());

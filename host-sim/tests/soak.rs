@@ -7,9 +7,15 @@
 
 mod common;
 
-use host_sim::bench::rss_kib;
-use host_sim::engine::Isolation;
-use host_sim::instance::Reusable;
+use runtime::Isolation;
+use runtime::Reusable;
+
+/// The process's resident memory (`VmRSS` of `/proc/self/status`), KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("a VmRSS line");
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in KiB")
+}
 
 /// Requests per mode.
 const REQUESTS: usize = 1_000_000;

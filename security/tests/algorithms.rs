@@ -538,8 +538,8 @@ fn differential_against_jsonwebtoken_10000_tokens_per_algorithm() {
 #[test]
 fn the_module_with_every_algorithm_decides_in_wasmtime() {
     use contract::Decision;
-    use host_sim::engine::{EngineOptions, ModuleSource};
-    use host_sim::instance::Runtime;
+    use runtime::Runtime;
+    use runtime::{EngineOptions, ModuleSource};
 
     let path = root().join("target/fixture/gateway-algorithms.wasm");
     if !path.exists() {
@@ -686,8 +686,8 @@ fn per_token_time() {
 #[ignore = "a measurement: run it by name"]
 fn per_request_time_in_wasmtime() {
     use contract::Decision;
-    use host_sim::engine::{EngineOptions, ModuleSource};
-    use host_sim::instance::{Reusable, Runtime};
+    use runtime::{EngineOptions, ModuleSource};
+    use runtime::{Reusable, Runtime};
     use std::time::Instant;
 
     let path = std::env::var_os("GATEWAY_ALGORITHMS_WASM")

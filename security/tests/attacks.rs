@@ -1239,10 +1239,9 @@ fn the_deepest_json_a_token_can_carry_fits_in_a_32_kib_wasm_stack() {
     // strict JSON check refuses anything nested deeper than 16 before a
     // parser recurses, so even a 32 KiB host wasm stack answers 401, not a
     // trap (host-sim gives 64 KiB).
-    use host_sim::engine::{EngineOptions, ModuleSource};
+    use runtime::{EngineOptions, ModuleSource};
     let options = EngineOptions { no_deadline: true, max_wasm_stack: 32 << 10, ..EngineOptions::default() };
-    let runtime =
-        host_sim::instance::Runtime::load(&options, &ModuleSource::Wasm(common::module_path()), 2).unwrap();
+    let runtime = runtime::Runtime::load(&options, &ModuleSource::Wasm(common::module_path()), 2).unwrap();
     let prefix = r#"{"alg":"HS256","x":"#;
     let depth = (0..)
         .take_while(|n| b64(format!("{prefix}{}", "[".repeat(*n)).as_bytes()).len() + 9 <= 256)

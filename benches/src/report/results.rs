@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
-use gateway_benches::ids::{Id, Tool};
 use gateway_benches::latency::Series;
 use serde_json::Value;
 
@@ -63,7 +62,7 @@ pub struct Results {
     /// The steps skipped (`skipped=` in `machine.env`).
     pub skipped: BTreeSet<String>,
     /// Every figure by name: criterion's means and `bench-tool paired`'s
-    /// figures by [`Id::full`], Node.js rows as `node/<row>`, the host's bench
+    /// figures as `group/name`, Node.js rows as `node/<row>`, the host's bench
     /// as `host_bench/<wasm|cwasm>/<json path>`, sizes as `sizes/<variant>/<bytes|gzip>`.
     pub figures: BTreeMap<String, f64>,
     /// The latency series of `bench-tool latency` and Node.js.
@@ -162,7 +161,7 @@ impl Results {
             figures.extend(rows.iter().filter_map(|(k, v)| Some((format!("node/{k}"), v.as_f64()?))));
         }
         for which in ["wasm", "cwasm"] {
-            if let Some(json) = read_json(&dir.join(format!("host-sim-bench-{which}.json"))) {
+            if let Some(json) = read_json(&dir.join(format!("host-bench-{which}.json"))) {
                 flatten(&json, &format!("host_bench/{which}"), &mut figures);
             }
         }
@@ -213,17 +212,14 @@ impl Results {
         self.skipped.contains(step)
     }
 
-    /// The figure `id`; None (and noted as missing) when the run did not
-    /// produce it, None alone when its step was skipped.
-    pub fn get(&self, id: Id) -> Option<f64> {
-        if id.group.tool == Tool::Node && self.skipped(NODE_STEP) {
+    /// The figure named `name` (see [`Results::figures`]); None (and noted
+    /// as missing) when the run did not produce it, None alone when its step
+    /// was skipped.
+    pub fn get(&self, name: impl AsRef<str>) -> Option<f64> {
+        let name = name.as_ref();
+        if name.starts_with("node/") && self.skipped(NODE_STEP) {
             return None;
         }
-        self.figure(&id.full())
-    }
-
-    /// The figure named `name` (see [`Results::figures`]); noted as missing when absent.
-    pub fn figure(&self, name: &str) -> Option<f64> {
         let value = self.figures.get(name).copied();
         if value.is_none() {
             self.miss(Missing::Figure(name.to_owned()));

@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use host_sim::engine::{EngineOptions, ModuleSource};
-use host_sim::instance::Runtime;
+use runtime::Runtime;
+use runtime::{EngineOptions, ModuleSource};
 
 /// A clock well inside the test tokens' validity.
 pub const NOW: u64 = 1_800_000_000;

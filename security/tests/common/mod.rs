@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use gateway_security::{Decision, Gateway, Native};
-use host_sim::engine::{EngineOptions, ModuleSource};
-use host_sim::instance::{Reusable, Runtime};
+use runtime::{EngineOptions, ModuleSource};
+use runtime::{Reusable, Runtime};
 
 /// The module built from the test fixture by `make fixture`.
 pub fn module_path() -> PathBuf {

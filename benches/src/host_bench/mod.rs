@@ -1,5 +1,6 @@
-//! `host-sim bench`: cold start broken down step by step, warm per-request
-//! latency in both isolation modes over a realistic request mix, and memory.
+//! `bench-tool host`: the shipped host end to end in one process. Cold
+//! start broken down step by step, warm per-request latency in both
+//! isolation modes over a realistic request mix, and memory.
 //!
 //! Cold start repeats every step on a new engine each run and reports the
 //! median and the spread. Warm latency times each request on its own and
@@ -12,21 +13,30 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::engine::{self, EngineOptions, Isolation, ModuleSource, SourceArgs};
-use crate::error::LoadError;
-use crate::instance::{Prepared, Reusable, Runtime, unix_now};
 use contract::Decision;
+use runtime::{
+    Compiler, EngineOptions, GuestError, Isolation, LoadError, ModuleSource, Outcome, Prepared, Reusable,
+    Runtime, engine, unix_now,
+};
 use testkit::mix::{Mix, Request, RequestKind};
 
-/// `host-sim bench` arguments.
+mod table;
+
+/// `bench-tool host` arguments.
 #[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// The module.
-    #[command(flatten)]
-    pub source: SourceArgs,
-    /// Engine and instance settings (`--isolation` is ignored: both modes are measured).
-    #[command(flatten)]
-    pub engine: EngineOptions,
+pub struct HostArgs {
+    /// The WebAssembly module to compile and run (default: dist/gateway.wasm).
+    #[arg(long, value_name = "PATH", conflicts_with = "cwasm")]
+    pub wasm: Option<PathBuf>,
+    /// A precompiled module from `host-sim compile` (with the same engine flags).
+    #[arg(long, value_name = "PATH")]
+    pub cwasm: Option<PathBuf>,
+    /// The compiler for .wasm input: cranelift or winch.
+    #[arg(long, default_value = "cranelift")]
+    pub strategy: Compiler,
+    /// Compiled without epoch interruption: no CPU deadline.
+    #[arg(long)]
+    pub no_deadline: bool,
     /// Warm requests per isolation mode.
     #[arg(long, default_value_t = 100_000)]
     pub requests: usize,
@@ -114,6 +124,18 @@ pub struct Latency {
     pub deadline_hits: u64,
     /// The median per kind of request, µs.
     pub p50_by_kind_us: std::collections::BTreeMap<String, f64>,
+}
+
+impl HostArgs {
+    /// The module.
+    fn source(&self) -> ModuleSource {
+        ModuleSource::from_flags(self.wasm.as_deref(), self.cwasm.as_deref())
+    }
+
+    /// The runtime's defaults with the flags' changes.
+    fn options(&self) -> EngineOptions {
+        EngineOptions { strategy: self.strategy, no_deadline: self.no_deadline, ..EngineOptions::default() }
+    }
 }
 
 impl Latency {
@@ -214,7 +236,7 @@ pub fn warm_repeated(
         if let Some((_, h)) = by_kind.iter_mut().find(|(k, _)| *k == request.kind) {
             let _ = h.record(ns);
         }
-        if outcome == Err(crate::error::GuestError::Deadline) {
+        if outcome == Err(GuestError::Deadline) {
             *deadline_hits += 1;
         } else if !matches(request, &outcome) {
             *unexpected += 1;
@@ -326,7 +348,7 @@ pub fn cold_start(
     })
 }
 
-fn matches(request: &Request, outcome: &crate::instance::Outcome) -> bool {
+fn matches(request: &Request, outcome: &Outcome) -> bool {
     match outcome {
         Ok(decision) => match decision.view() {
             Decision::Forward(_) => request.kind.expected_status() == 200,
@@ -373,7 +395,7 @@ pub fn warm(
         if let Some((_, h)) = by_kind.iter_mut().find(|(k, _)| *k == request.kind) {
             let _ = h.record(ns);
         }
-        if outcome == Err(crate::error::GuestError::Deadline) {
+        if outcome == Err(GuestError::Deadline) {
             deadline_hits += 1;
         } else if !matches(request, &outcome) {
             unexpected += 1;
@@ -387,9 +409,9 @@ pub fn warm(
 }
 
 /// Runs the whole benchmark.
-pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
-    let source = args.source.source();
-    let options = EngineOptions { isolation: Isolation::Fresh, ..args.engine.clone() };
+pub fn measure(args: &HostArgs, progress: bool) -> Result<Report, String> {
+    let source = args.source();
+    let options = args.options();
     let config = gateway_config::load(&args.config).map_err(|e| e.to_string())?;
     let now_secs = unix_now() as u64;
     let now = now_secs as f64;
@@ -464,104 +486,8 @@ pub fn measure(args: &BenchArgs, progress: bool) -> Result<Report, String> {
     })
 }
 
-/// The report as a readable table.
-pub fn table(r: &Report) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let deadline = r.deadline_ms.map_or("off".to_owned(), |d| format!("{d} ms"));
-    let _ = writeln!(
-        s,
-        "module {} ({}, {}), deadline {deadline}, memory cap {} KiB",
-        r.module,
-        r.source,
-        r.strategy,
-        r.memory_cap >> 10
-    );
-    let c = &r.cold_start;
-    let _ = writeln!(
-        s,
-        "\ncold start ({} runs, each on a new engine)   median      min       max   (us)",
-        c.runs
-    );
-    let row = |s: &mut String, name: &str, sp: &Spread| {
-        let _ = writeln!(s, "  {name:<40} {:>9.1} {:>9.1} {:>9.1}", sp.median_us, sp.min_us, sp.max_us);
-    };
-    row(&mut s, "Engine::new (pooling allocator)", &c.engine);
-    row(
-        &mut s,
-        if c.module_step == "jit" { "JIT compile (.wasm)" } else { "deserialize (.cwasm)" },
-        &c.module,
-    );
-    row(&mut s, "contract check + InstancePre", &c.instance_pre);
-    row(&mut s, "first instantiate (+ abi_version)", &c.first_instantiate);
-    row(&mut s, "first request (fresh instance)", &c.first_request);
-    row(&mut s, "module + pre + instantiate + request", &c.total_without_engine);
-    let _ = writeln!(
-        s,
-        "\nwarm latency (us)        requests      p50      p90      p99    p99.9      max     mean   req/s/core  deadline  wrong"
-    );
-    let latency_rows = |s: &mut String, rows: [(&str, &Latency); 2]| {
-        for (name, l) in rows {
-            let _ = writeln!(
-                s,
-                "  {name:<20} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.2} {:>12.0} {:>9} {:>6}",
-                l.requests,
-                l.p50_us,
-                l.p90_us,
-                l.p99_us,
-                l.p999_us,
-                l.max_us,
-                l.mean_us,
-                l.requests_per_sec_per_core,
-                l.deadline_hits,
-                l.unexpected
-            );
-        }
-    };
-    latency_rows(&mut s, [("fresh instance", &r.fresh), ("reused instance", &r.reuse)]);
-    for (name, l) in [("fresh", &r.fresh), ("reused", &r.reuse)] {
-        let kinds: Vec<String> = RequestKind::ALL
-            .iter()
-            .filter_map(|k| l.p50_by_kind_us.get(k.name()).map(|v| format!("{} {v:.2}", k.name())))
-            .collect();
-        let _ = writeln!(s, "  p50 by kind, {name}: {}", kinds.join(", "));
-    }
-    let rp = &r.repeated;
-    let _ = writeln!(
-        s,
-        "\neach token presented {} times by {} interleaved clients, reused instance (not in the figures above):",
-        rp.presentations, rp.clients
-    );
-    latency_rows(&mut s, [("1st and 2nd (misses)", &rp.misses), ("3rd and later (hits)", &rp.hits)]);
-    let m = &r.memory;
-    let _ = writeln!(
-        s,
-        "\nmemory: process VmRSS {} KiB; {:.1} KiB resident per live instance (over {} instances)",
-        m.process_rss_kib, m.per_instance_kib, m.instances_measured
-    );
-    if let Some(e) = &r.epoch {
-        let _ = writeln!(
-            s,
-            "epoch deadline (reuse, {} requests): mean {:.2} us on vs {:.2} us off ({:+.2} us); p50 {:.2} vs {:.2}",
-            e.requests,
-            e.with_deadline_mean_us,
-            e.without_deadline_mean_us,
-            e.with_deadline_mean_us - e.without_deadline_mean_us,
-            e.with_deadline_p50_us,
-            e.without_deadline_p50_us
-        );
-    }
-    let _ = writeln!(
-        s,
-        "deadline: requests stopped by the CPU deadline (the guest thread's CPU time); wrong: other unexpected answers"
-    );
-    let _ =
-        writeln!(s, "request mix: 60% valid, 10% each expired, bad signature, no token, unknown audience");
-    s
-}
-
-/// Runs `host-sim bench`.
-pub fn run(args: &BenchArgs) -> ExitCode {
+/// Runs `bench-tool host`.
+pub fn run(args: &HostArgs) -> ExitCode {
     let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     match measure(args, progress) {
         Ok(report) => {
@@ -574,7 +500,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                     }
                 }
             } else {
-                print!("{}", table(&report));
+                print!("{}", table::table(&report));
             }
             ExitCode::SUCCESS
         }

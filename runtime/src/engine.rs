@@ -1,18 +1,16 @@
-//! The wasmtime engine: its configuration, line by line, the module loader
-//! (JIT or precompiled `.cwasm`), and the epoch ticker that drives the CPU
-//! deadline.
+//! The wasmtime engine: its configuration, line by line, and the module
+//! loader (JIT or precompiled `.cwasm`). Each function is one step of a cold
+//! start, public so that the benches can time the steps one by one.
 //!
 //! Everything that changes the compiled code (the compiler, epoch
 //! interruption, memory reservation and guards) lives in [`EngineOptions`].
-//! `host-sim compile` and the loaders use the same function, [`build`], so
-//! that a `.cwasm` only ever meets the settings it was made for; wasmtime
-//! checks that on load and this host reports a mismatch as
+//! Precompiling and loading use the same function, [`build`], so that a
+//! `.cwasm` only ever meets the settings it was made for; wasmtime checks
+//! that on load and this crate reports a mismatch as
 //! [`LoadError::Incompatible`].
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::str::FromStr;
 use std::time::Duration;
 
 use wasmtime::{
@@ -39,8 +37,9 @@ pub const DEFAULT_MAX_WASM_STACK: usize = 64 << 10; // 64 KiB
 /// `(N-1)/N` and `N/N` of the configured time after the call starts.
 pub const TICKS_PER_DEADLINE: u64 = 4;
 
-/// The compiler that turns WebAssembly into machine code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+/// The compiler that turns WebAssembly into machine code. Parsed from
+/// `cranelift` or `winch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compiler {
     /// Cranelift: optimising, the production choice.
     #[default]
@@ -49,51 +48,25 @@ pub enum Compiler {
     Winch,
 }
 
-/// How instances relate to requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Isolation {
-    /// A new Store and instance for every request: nothing survives a request.
-    #[default]
-    Fresh,
-    /// One instance per worker thread, reused; the module resets its arena on
-    /// each `handle` call. A trapped instance is discarded.
-    Reuse,
-}
-
-/// The engine and instance settings shared by every command. Changing the
-/// compiler or `--no-deadline` changes the compiled code: a `.cwasm` must be
-/// compiled with the same flags it is run with.
-#[derive(Debug, Clone, clap::Args)]
+/// The engine and instance settings. Changing the compiler or `no_deadline`
+/// changes the compiled code: a `.cwasm` must be run with the options it
+/// was compiled with. (host-sim's flags of the same names set them.)
+#[derive(Debug, Clone, PartialEq)]
 pub struct EngineOptions {
-    /// The compiler for .wasm input (and for `compile`).
-    #[arg(long, value_enum, default_value_t = Compiler::Cranelift)]
+    /// The compiler for `.wasm` input (and for precompiling).
     pub strategy: Compiler,
-
-    /// Linear-memory cap per instance, in bytes (suffixes KiB and MiB accepted).
-    /// A guest that grows past it is stopped and answered with 500.
-    #[arg(long, value_parser = parse_size, default_value = "2MiB")]
+    /// Linear-memory cap per instance, in bytes. A guest that grows past it
+    /// is stopped ([`crate::GuestError::MemoryLimit`]).
     pub memory_cap: u64,
-
-    /// CPU deadline per request, in milliseconds (epoch interruption).
-    /// A guest that runs past it is stopped and answered with 503.
-    #[arg(long, default_value_t = DEFAULT_DEADLINE_MS)]
+    /// CPU deadline per request, in milliseconds (epoch interruption). A
+    /// guest that runs past it is stopped ([`crate::GuestError::Deadline`]).
     pub deadline_ms: f64,
-
     /// Compile without epoch interruption: no CPU deadline (for measuring its cost).
-    #[arg(long)]
     pub no_deadline: bool,
-
-    /// Native stack the guest may use, in bytes (suffixes KiB and MiB accepted).
-    #[arg(long, value_parser = parse_size, default_value = "64KiB")]
+    /// Native stack the guest may use, in bytes.
     pub max_wasm_stack: u64,
-
-    /// Instance isolation: a fresh instance per request, or one reused per thread.
-    #[arg(long, value_enum, default_value_t = Isolation::Fresh)]
-    pub isolation: Isolation,
-
     /// Wasmtime's on-demand allocator instead of the pool (an mmap per
-    /// instance): only for measuring what the pool saves, so no flag.
-    #[arg(skip)]
+    /// instance): only for measuring what the pool saves.
     pub on_demand: bool,
 }
 
@@ -105,7 +78,6 @@ impl Default for EngineOptions {
             deadline_ms: DEFAULT_DEADLINE_MS,
             no_deadline: false,
             max_wasm_stack: DEFAULT_MAX_WASM_STACK as u64,
-            isolation: Isolation::Fresh,
             on_demand: false,
         }
     }
@@ -123,6 +95,18 @@ impl EngineOptions {
     }
 }
 
+impl FromStr for Compiler {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Compiler, String> {
+        match name {
+            "cranelift" => Ok(Compiler::Cranelift),
+            "winch" => Ok(Compiler::Winch),
+            other => Err(format!("unknown compiler {other:?} (cranelift, winch)")),
+        }
+    }
+}
+
 /// Where the module comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModuleSource {
@@ -133,50 +117,23 @@ pub enum ModuleSource {
 }
 
 impl ModuleSource {
+    /// The module a command line names with `--wasm PATH` or `--cwasm
+    /// PATH`: the `.cwasm` if given, else the `.wasm`, else
+    /// `dist/gateway.wasm` (the deployable module, from the workspace root).
+    pub fn from_flags(wasm: Option<&Path>, cwasm: Option<&Path>) -> ModuleSource {
+        match (wasm, cwasm) {
+            (_, Some(cwasm)) => ModuleSource::Cwasm(cwasm.to_owned()),
+            (Some(wasm), None) => ModuleSource::Wasm(wasm.to_owned()),
+            (None, None) => ModuleSource::Wasm(PathBuf::from("dist/gateway.wasm")),
+        }
+    }
+
     /// The file.
     pub fn path(&self) -> &Path {
         match self {
             ModuleSource::Wasm(p) | ModuleSource::Cwasm(p) => p,
         }
     }
-}
-
-/// The `--wasm PATH | --cwasm PATH` choice shared by the commands.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SourceArgs {
-    /// The WebAssembly module to compile and run.
-    #[arg(long, value_name = "PATH", conflicts_with = "cwasm")]
-    pub wasm: Option<PathBuf>,
-    /// A precompiled module from `host-sim compile` (same flags required).
-    #[arg(long, value_name = "PATH")]
-    pub cwasm: Option<PathBuf>,
-}
-
-impl SourceArgs {
-    /// The chosen source; `dist/gateway.wasm` when neither flag is given.
-    pub fn source(&self) -> ModuleSource {
-        match (&self.wasm, &self.cwasm) {
-            (_, Some(cwasm)) => ModuleSource::Cwasm(cwasm.clone()),
-            (Some(wasm), None) => ModuleSource::Wasm(wasm.clone()),
-            (None, None) => ModuleSource::Wasm(PathBuf::from("dist/gateway.wasm")),
-        }
-    }
-}
-
-/// Parses `2097152`, `2MiB`, `128KiB` or `64k` into bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let (digits, shift) = if let Some(d) = lower.strip_suffix("mib").or_else(|| lower.strip_suffix('m')) {
-        (d, 20)
-    } else if let Some(d) = lower.strip_suffix("kib").or_else(|| lower.strip_suffix('k')) {
-        (d, 10)
-    } else {
-        (lower.as_str(), 0)
-    };
-    let n: u64 =
-        digits.trim().parse().map_err(|_| format!("not a size: {text:?} (e.g. 2MiB, 128KiB, 65536)"))?;
-    n.checked_shl(shift).filter(|v| v >> shift == n).ok_or_else(|| format!("size too large: {text}"))
 }
 
 /// Builds the engine for `options` with a pool of `slots` instance slots.
@@ -201,7 +158,8 @@ pub fn config(options: &EngineOptions, slots: u32) -> Config {
     // Optimise for speed: the gateway's hot loop is SHA-256 and JSON scanning.
     // Under Winch, Cranelift compiles only the entry trampolines, which
     // optimising does not speed up: not optimising them saves 7% of the
-    // compile (examples/engine_settings.rs, README).
+    // compile (benches/examples/engine_settings.rs; docs/PERFORMANCE.md,
+    // "Engine settings").
     config.cranelift_opt_level(match options.strategy {
         Compiler::Cranelift => OptLevel::Speed,
         Compiler::Winch => OptLevel::None,
@@ -307,7 +265,7 @@ pub fn compile(engine: &Engine, bytes: &[u8], path: &Path) -> Result<Module, Loa
     Module::new(engine, bytes).map_err(|e| LoadError::Compile { path: path.to_owned(), why: one_line(&e) })
 }
 
-/// Maps a precompiled `.cwasm` from `host-sim compile`.
+/// Maps a precompiled `.cwasm` (from [`precompile`], as `host-sim compile` makes it).
 ///
 /// The file goes to wasmtime at once: the checks that tell a `.wasm`, a
 /// damaged file and another engine's artifact apart read the file twice
@@ -316,8 +274,8 @@ pub fn compile(engine: &Engine, bytes: &[u8], path: &Path) -> Result<Module, Loa
 pub fn deserialize(engine: &Engine, path: &Path) -> Result<Module, LoadError> {
     // SAFETY: `deserialize_file` maps the file and runs its machine code, so
     // the file must be one this host produced and must not change while the
-    // module lives. It is: the only producer is `host-sim compile`, which
-    // uses the same `build` function, and wasmtime checks the artifact's
+    // module lives. It is: the only producer is `precompile` (`host-sim
+    // compile`), whose engine comes from the same `build` function, and wasmtime checks the artifact's
     // header (wasmtime version, target, compiler flags, tunables such as
     // epoch interruption and memory guards) against this engine before
     // accepting it, refusing any mismatch; a file that is not an ELF
@@ -373,50 +331,14 @@ fn read_error(path: &Path, e: &std::io::Error) -> LoadError {
     LoadError::Read { path: path.to_owned(), why: e.to_string() }
 }
 
-/// A background thread that increments the engine's epoch every `period`,
-/// which is what makes deadlines fire. It stops when dropped.
-#[derive(Debug)]
-pub struct Ticker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Ticker {
-    /// Starts ticking `engine`'s epoch every `period`. Fails when the thread
-    /// cannot be started: without it no deadline would ever fire.
-    pub fn start(engine: &Engine, period: Duration) -> std::io::Result<Ticker> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let engine = engine.clone();
-        let flag = Arc::clone(&stop);
-        let thread = std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(period);
-                engine.increment_epoch();
-            }
-        })?;
-        Ok(Ticker { stop, thread: Some(thread) })
-    }
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_with_suffixes() {
-        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
-        assert_eq!(parse_size("128KiB"), Ok(128 << 10));
-        assert_eq!(parse_size("64k"), Ok(64 << 10));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("lots").is_err());
+    fn compilers_parse_by_name() {
+        assert_eq!("cranelift".parse(), Ok(Compiler::Cranelift));
+        assert_eq!("winch".parse(), Ok(Compiler::Winch));
+        assert!("Winch".parse::<Compiler>().is_err());
     }
 }

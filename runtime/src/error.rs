@@ -1,7 +1,7 @@
-//! The host's errors: one enum per concern, each printing as one line.
+//! The runtime's errors: one enum per concern, each printing as one line.
 //!
 //! [`LoadError`] is everything that stops the host from running a module at
-//! all (the CLI prints it and exits non-zero). [`GuestError`] is a request
+//! all (host-sim prints it and exits non-zero). [`GuestError`] is a request
 //! the module could not decide (the client gets a 500 or 503 and the host
 //! carries on); it knows its HTTP status.
 

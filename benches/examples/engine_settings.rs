@@ -1,22 +1,22 @@
-//! Engine settings side by side, for the figures in host-sim/README.md
-//! ("Engine settings, measured"). Each mode builds one engine per variant
-//! (host-sim's own `engine::config`, then the variant's changes) and
-//! interleaves the variants round by round, so a loaded machine slows them
-//! alike. Run from the workspace root (the mix is minted with gateway.toml's
-//! key); it writes scratch artifacts to $TMPDIR/host-sim-settings.
+//! Engine settings side by side, for the figures in docs/PERFORMANCE.md
+//! ("Engine settings, measured by hand"). Each mode builds one engine per
+//! variant (the runtime's own `engine::config`, then the variant's changes)
+//! and interleaves the variants round by round, so a loaded machine slows
+//! them alike. Run from the workspace root (the mix is minted with
+//! gateway.toml's key); it writes scratch artifacts to $TMPDIR/host-sim-settings.
 //!
 //! ```text
-//! cargo build --release -p host-sim --example engine_settings && T=target/release/examples/engine_settings
+//! cargo build --release -p gateway-benches --example engine_settings && T=target/release/examples/engine_settings
 //! $T cold WASM ROUNDS VARIANT...     .cwasm deserialize + InstancePre + first instance + first request (µs)
 //! $T warm WASM ROUNDS N VARIANT...   reuse and fresh latency per variant, blocks of N requests
 //! $T compile WASM ROUNDS VARIANT...  Module::new + contract check + first request (µs)
-//! $T checks WASM ROUNDS              host-sim's .cwasm loader against bare deserialize_file
+//! $T checks WASM ROUNDS              the runtime's .cwasm loader against bare deserialize_file
 //! $T pre WASM ROUNDS                 the contract check + InstancePre against InstancePre alone
 //! $T faults WASM ROUNDS VARIANT      minor page faults per cold-start step
 //! ```
 //!
-//! Variants join changes with `+`: base (host-sim's settings), addrmap and
-//! unwind (what host-sim turns off), noaddr, nounwind, nocow, memfd,
+//! Variants join changes with `+`: base (the runtime's settings), addrmap and
+//! unwind (what the runtime turns off), noaddr, nounwind, nocow, memfd,
 //! nolazytable, optnone, optspeed, optsize, singlepass, winch, noepoch, nosignals,
 //! nospectre, inline, nobulk, stack1m, perfmap; a `@mem` suffix (cold) loads
 //! the .cwasm with `Module::deserialize` from memory instead of the file.
@@ -24,8 +24,8 @@
 
 use std::time::{Duration, Instant};
 
-use host_sim::engine::{self, Compiler, EngineOptions};
-use host_sim::instance::{Prepared, Reusable, Runtime};
+use runtime::engine;
+use runtime::{Compiler, EngineOptions, Prepared, Reusable, Runtime};
 use wasmtime::{Config, Engine, Module, OptLevel, RegallocAlgorithm};
 
 fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions) {
@@ -129,7 +129,7 @@ fn median(mut v: Vec<Duration>) -> f64 {
 
 fn requests() -> (Vec<testkit::mix::Request>, f64, String) {
     let config = gateway_config::load(std::path::Path::new("gateway.toml")).unwrap();
-    let now = host_sim::instance::unix_now() as u64;
+    let now = runtime::unix_now() as u64;
     let reqs = Mix::new(&config, now, 7).generate(4096);
     let valid = reqs.iter().find(|r| r.kind == testkit::mix::RequestKind::Valid).unwrap().head.clone();
     (reqs, now as f64, valid)

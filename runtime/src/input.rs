@@ -1,6 +1,7 @@
-//! What this host writes into the module for one request (`worker/ABI.md`):
-//! the connection facts only the host knows, as the context line, and the
-//! request head. What it reads back is a decision of the `contract` crate.
+//! What the host writes into the module for one request (`worker/ABI.md`):
+//! the connection facts only the host knows, as the context line, the
+//! request head, and the time. What it reads back is a decision of the
+//! `contract` crate.
 
 use std::net::IpAddr;
 
@@ -20,8 +21,8 @@ pub struct Input<'a> {
 }
 
 impl<'a> From<&'a [u8]> for Input<'a> {
-    /// A head from a loopback client over plain HTTP: what `eval`, `bench`
-    /// and the library's examples send.
+    /// A head from a loopback client over plain HTTP: what `host-sim eval`,
+    /// the benches and the examples send.
     fn from(head: &'a [u8]) -> Input<'a> {
         Input { scheme: Scheme::Http, peer: Some(IpAddr::from([127, 0, 0, 1])), head }
     }
@@ -54,6 +55,19 @@ impl Input<'_> {
     }
 }
 
+/// The current Unix time in seconds, as the contract passes it (see
+/// [`unix_seconds`] for a clock that cannot be read).
+pub fn unix_now() -> f64 {
+    unix_seconds(std::time::SystemTime::now())
+}
+
+/// `time` as Unix seconds. A time before the epoch (a clock that cannot be
+/// read) is NaN, which the module refuses with 500 "host clock invalid":
+/// the gateway fails closed, where 0 would pass every token's `exp` check.
+pub fn unix_seconds(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::UNIX_EPOCH).map_or(f64::NAN, |d| d.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +80,12 @@ mod tests {
         assert_eq!(v6.context_line(), "https 10.0.0.1\n");
         let unknown = Input { peer: None, ..v6 };
         assert_eq!(unknown.context_line(), "https unknown\n");
+    }
+
+    #[test]
+    fn a_clock_before_the_epoch_is_nan_never_zero() {
+        use std::time::{Duration, UNIX_EPOCH};
+        assert!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)).is_nan());
+        assert_eq!(unix_seconds(UNIX_EPOCH + Duration::from_millis(1_800_000_000_500)), 1_800_000_000.5);
     }
 }

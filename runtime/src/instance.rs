@@ -1,247 +1,57 @@
-//! Instances and their limits: the contract check, the `InstancePre` built
-//! once, the per-Store memory limiter and CPU deadline, and deciding one
-//! request in either isolation mode.
+//! Instances: the `InstancePre` built once after the contract check, a
+//! Store per instance with its limits, and deciding one request in either
+//! isolation mode.
 //!
 //! ```no_run
-//! use host_sim::engine::{EngineOptions, ModuleSource};
-//! use host_sim::instance::{Reusable, Runtime};
+//! use runtime::{EngineOptions, ModuleSource, Reusable, Runtime};
 //! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 4)?;
 //! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
 //! let fresh = runtime.decide_fresh(head, 1.8e9);
 //! let mut slot = Reusable::default();
 //! let reused = runtime.decide_reused(&mut slot, head, 1.8e9);
 //! assert_eq!(fresh, reused);
-//! # Ok::<(), host_sim::error::LoadError>(())
+//! # Ok::<(), runtime::LoadError>(())
 //! ```
 
-use wasmtime::{
-    Engine, ExternType, InstancePre, Linker, Memory, Module, ModuleExport, ResourceLimiter, Store, Trap,
-    TypedFunc, ValType,
-};
+use std::path::Path;
+use std::str::FromStr;
+
+use wasmtime::{Engine, InstancePre, Linker, Memory, Module, ModuleExport, Store, Trap, TypedFunc};
 
 use contract::ABI_VERSION;
 use contract::owned::DecisionBuf;
 
-use crate::engine::{self, EngineOptions, ModuleSource, Ticker};
+use crate::engine::{self, EngineOptions, ModuleSource};
 use crate::error::{GuestError, LoadError, one_line};
+use crate::exports::Exports;
 use crate::input::{Input, MAX_CONTEXT_LINE};
+use crate::limits::{HostState, MemoryCapExceeded, Ticker};
+
+/// How instances relate to requests. Parsed from `fresh` or `reuse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    /// A new Store and instance for every request: nothing survives a request.
+    #[default]
+    Fresh,
+    /// One instance per worker thread, reused; the module resets its arena on
+    /// each `handle` call. A trapped instance is discarded.
+    Reuse,
+}
+
+impl FromStr for Isolation {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Isolation, String> {
+        match name {
+            "fresh" => Ok(Isolation::Fresh),
+            "reuse" => Ok(Isolation::Reuse),
+            other => Err(format!("unknown isolation {other:?} (fresh, reuse)")),
+        }
+    }
+}
 
 /// The result of deciding one request: the module's decision, or why there is none.
 pub type Outcome = Result<DecisionBuf, GuestError>;
-
-/// What a Store carries: its limits, and the CPU clock of the call under way.
-#[derive(Debug)]
-pub struct HostState {
-    limits: MemoryLimiter,
-    cpu: CpuDeadline,
-}
-
-/// The CPU deadline of one call, counted on the calling thread's CPU clock.
-///
-/// The epoch ticker measures wall-clock time, which also counts time the
-/// thread spends waiting for a core: on a busy machine a 2 ms wall-clock
-/// deadline would stop requests that used far less CPU. So an epoch deadline
-/// only makes the host look: the callback reads the thread's CPU time and
-/// lets the guest go on, one tick at a time, until the guest itself has used
-/// the budget. Reading the thread's CPU clock costs one system call (about
-/// 0.2 us) per request.
-#[derive(Debug, Clone, Copy, Default)]
-struct CpuDeadline {
-    budget: std::time::Duration,
-    /// The calling thread's CPU clock when the call began (None: outside a
-    /// call). A reading, not a `ThreadTime` (which may not leave its
-    /// thread), so that a Store can be made on one thread and used on
-    /// another; each call is on one thread.
-    call_started: Option<std::time::Duration>,
-}
-
-impl CpuDeadline {
-    /// What to do when an epoch deadline passes during a call.
-    fn on_epoch_deadline(&mut self) -> wasmtime::UpdateDeadline {
-        // No CPU clock to tell: stop the guest.
-        let Some(now) = thread_cpu_time(self.budget) else {
-            return wasmtime::UpdateDeadline::Interrupt;
-        };
-        match self.call_started {
-            // Wasm outside a call: instantiating runs compiled code when a
-            // memory has no copy-on-write image (wasmtime initialises it
-            // that way). Its budget starts at this first look.
-            None => {
-                self.call_started = Some(now);
-                wasmtime::UpdateDeadline::Continue(1)
-            }
-            Some(start) if now.saturating_sub(start) < self.budget => wasmtime::UpdateDeadline::Continue(1),
-            Some(_) => wasmtime::UpdateDeadline::Interrupt,
-        }
-    }
-}
-
-/// The calling thread's CPU clock, read only when there is a budget to
-/// count against (None otherwise, or when the clock cannot be read).
-fn thread_cpu_time(budget: std::time::Duration) -> Option<std::time::Duration> {
-    if budget.is_zero() {
-        return None;
-    }
-    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
-}
-
-/// Caps an instance's linear memory. Growing past the cap is a trap carrying
-/// [`MemoryCapExceeded`], so the host can tell it from other traps.
-#[derive(Debug, Clone, Copy)]
-pub struct MemoryLimiter {
-    cap: usize,
-}
-
-/// The error a grow past the cap traps with.
-#[derive(Debug, thiserror::Error)]
-#[error("memory grow to {desired} bytes exceeds the cap of {cap} bytes")]
-pub struct MemoryCapExceeded {
-    /// The size asked for.
-    pub desired: usize,
-    /// The cap.
-    pub cap: usize,
-}
-
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.cap {
-            return Err(wasmtime::Error::new(MemoryCapExceeded { desired, cap: self.cap }));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        // The gateway never grows its table; allow a little for other modules.
-        Ok(desired <= 4096)
-    }
-
-    // One instance, one memory, one table per Store.
-    fn instances(&self) -> usize {
-        1
-    }
-    fn memories(&self) -> usize {
-        1
-    }
-    fn tables(&self) -> usize {
-        1
-    }
-}
-
-/// The exports of the contract, resolved to indices once per module so that
-/// each instance finds them without a name lookup.
-#[derive(Clone)]
-struct Exports {
-    memory: ModuleExport,
-    abi_version: ModuleExport,
-    input_ptr: ModuleExport,
-    input_capacity: ModuleExport,
-    handle: ModuleExport,
-    /// Checked after `abi_version`, so that a module of another version is
-    /// refused for its version, not for an export that version lacks.
-    routes: Option<ModuleExport>,
-    output_ptr: ModuleExport,
-    output_len: ModuleExport,
-}
-
-impl Exports {
-    /// Checks that the module imports nothing and exports the contract with
-    /// the right types.
-    fn resolve(module: &Module) -> Result<Exports, LoadError> {
-        if let Some(import) = module.imports().next() {
-            return Err(LoadError::HasImports(format!("{}::{}", import.module(), import.name())));
-        }
-        let func = |name: &'static str, params: &[ValType], results: &[ValType]| {
-            let export = module.get_export(name).ok_or(LoadError::MissingExport(name))?;
-            match export {
-                // Compared type by type: this runs on every cold start, so the
-                // signature is spelled out only for the error.
-                ExternType::Func(ty) => {
-                    if !same_types(ty.params(), params) || !same_types(ty.results(), results) {
-                        let found_params: Vec<ValType> = ty.params().collect();
-                        let found_results: Vec<ValType> = ty.results().collect();
-                        return Err(LoadError::ExportType {
-                            name,
-                            expected: expected_signature(name),
-                            found: format!("a function {}", signature(&found_params, &found_results)),
-                        });
-                    }
-                }
-                other => {
-                    return Err(LoadError::ExportType {
-                        name,
-                        expected: expected_signature(name),
-                        found: kind(&other).into(),
-                    });
-                }
-            }
-            module.get_export_index(name).ok_or(LoadError::MissingExport(name))
-        };
-        let i32_ = [ValType::I32];
-        let exports = Exports {
-            abi_version: func("abi_version", &[], &i32_)?,
-            input_ptr: func("input_ptr", &[], &i32_)?,
-            input_capacity: func("input_capacity", &[], &i32_)?,
-            handle: func("handle", &[ValType::I32, ValType::F64], &i32_)?,
-            routes: match module.get_export("routes") {
-                None => None,
-                Some(_) => Some(func("routes", &[], &i32_)?),
-            },
-            output_ptr: func("output_ptr", &[], &i32_)?,
-            output_len: func("output_len", &[], &i32_)?,
-            memory: match module.get_export("memory") {
-                None => return Err(LoadError::MissingExport("memory")),
-                Some(ExternType::Memory(_)) => {
-                    module.get_export_index("memory").ok_or(LoadError::MissingExport("memory"))?
-                }
-                Some(other) => {
-                    return Err(LoadError::ExportType {
-                        name: "memory",
-                        expected: "a memory",
-                        found: kind(&other).into(),
-                    });
-                }
-            },
-        };
-        Ok(exports)
-    }
-}
-
-fn expected_signature(name: &str) -> &'static str {
-    match name {
-        "handle" => "a function (i32, f64) -> i32",
-        _ => "a function () -> i32",
-    }
-}
-
-/// True when `found` is exactly the types `expected`, in order.
-fn same_types(found: impl ExactSizeIterator<Item = ValType>, expected: &[ValType]) -> bool {
-    found.len() == expected.len() && found.zip(expected).all(|(f, e)| ValType::eq(&f, e))
-}
-
-fn signature(params: &[ValType], results: &[ValType]) -> String {
-    let list = |types: &[ValType]| types.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", ");
-    format!("({}) -> {}", list(params), list(results))
-}
-
-fn kind(ty: &ExternType) -> &'static str {
-    match ty {
-        ExternType::Func(_) => "a function",
-        ExternType::Global(_) => "a global",
-        ExternType::Table(_) => "a table",
-        ExternType::Memory(_) => "a memory",
-        _ => "another kind of export",
-    }
-}
 
 /// The input buffer's place, read once from the first instance: the
 /// contract says it never changes, and every instance of a module has the
@@ -390,8 +200,7 @@ impl Slot {
         // A head larger than the buffer: write nothing, pass its true length
         // (the module answers 431 without reading).
         // The CPU clock is read only when a deadline can ask for it.
-        let budget = self.store.data().cpu.budget;
-        self.store.data_mut().cpu.call_started = thread_cpu_time(budget);
+        self.store.data_mut().cpu.start_call();
         let status = self.handle.call(&mut self.store, (len, now)).map_err(|e| classify(&e))?;
         Ok(DecisionBuf::decode(status, self.output()?)?)
     }
@@ -514,10 +323,7 @@ impl Runtime {
 
     /// A new Store with the limits, and an instance in it.
     fn instantiate(&self) -> Result<Slot, GuestError> {
-        let state = HostState {
-            limits: MemoryLimiter { cap: self.memory_cap },
-            cpu: CpuDeadline { budget: self.cpu_budget, call_started: None },
-        };
+        let state = HostState::new(self.memory_cap, self.cpu_budget);
         let mut store = Store::new(&self.engine, state);
         // The memory cap: the limiter sees every grow and traps past the cap.
         store.limiter(|state| &mut state.limits);
@@ -608,14 +414,14 @@ impl Runtime {
     /// only in the reuse mode).
     pub fn decide<'a>(
         &self,
-        isolation: engine::Isolation,
+        isolation: Isolation,
         reusable: &mut Reusable,
         input: impl Into<Input<'a>>,
         now: f64,
     ) -> Outcome {
         match isolation {
-            engine::Isolation::Fresh => self.decide_fresh(input, now),
-            engine::Isolation::Reuse => self.decide_reused(reusable, input, now),
+            Isolation::Fresh => self.decide_fresh(input, now),
+            Isolation::Reuse => self.decide_reused(reusable, input, now),
         }
     }
 
@@ -641,28 +447,13 @@ impl Runtime {
     }
 }
 
-/// The current Unix time in seconds, as the contract passes it (see
-/// [`unix_seconds`] for a clock that cannot be read).
-pub fn unix_now() -> f64 {
-    unix_seconds(std::time::SystemTime::now())
-}
-
-/// `time` as Unix seconds. A time before the epoch (a clock that cannot be
-/// read) is NaN, which the module refuses with 500 "host clock invalid":
-/// the gateway fails closed, where 0 would pass every token's `exp` check.
-pub fn unix_seconds(time: std::time::SystemTime) -> f64 {
-    time.duration_since(std::time::UNIX_EPOCH).map_or(f64::NAN, |d| d.as_secs_f64())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
-    use super::unix_seconds;
-
-    #[test]
-    fn a_clock_before_the_epoch_is_nan_never_zero() {
-        assert!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)).is_nan());
-        assert_eq!(unix_seconds(UNIX_EPOCH + Duration::from_millis(1_800_000_000_500)), 1_800_000_000.5);
-    }
+/// Precompiles the `.wasm` at `input` into a `.cwasm` at `output` for
+/// `options` (run it with the same options), after the checks a run makes:
+/// no imports, the contract's exports, `abi_version`. Returns the
+/// artifact's size in bytes.
+pub fn precompile_file(options: &EngineOptions, input: &Path, output: &Path) -> Result<usize, LoadError> {
+    let engine = engine::build(options, 1)?;
+    let module = engine::load(&engine, &ModuleSource::Wasm(input.to_owned()))?;
+    Prepared::new(&engine, &module)?.probe(options)?;
+    engine::precompile(&module, output)
 }

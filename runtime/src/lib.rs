@@ -1,0 +1,40 @@
+//! The gateway module (`dist/gateway.wasm`, contract in `worker/ABI.md`) in
+//! wasmtime, for any Rust program that embeds it: `host-sim` (the command
+//! line and HTTP server), the benches and the tests.
+//!
+//! Why a crate of its own: an embedder needs the engine, the instances and
+//! their limits, and the contract's decisions, and nothing of a command
+//! line, an HTTP stack, a config file or a test kit. It depends on wasmtime
+//! and the `contract` crate only, so what it does can be read in five files:
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`engine`] | the engine's `Config` line by line; loading a `.wasm` (JIT) or a `.cwasm`; precompiling |
+//! | `exports` | the contract's exports, checked once per module |
+//! | `instance` | [`Runtime`]: the `InstancePre`, a Store per instance, deciding a request fresh or reused |
+//! | `limits` | the limits of a Store: the memory cap, the CPU deadline, the epoch ticker |
+//! | `input` | what the host writes into the module: [`Input`] (context line and head) and the time |
+//! | `error` | [`LoadError`] (refuse to start) and [`GuestError`] (500/503 for one request) |
+//!
+//! The decision it reads back is the `contract` crate's `DecisionBuf`.
+//!
+//! ```no_run
+//! use runtime::{EngineOptions, ModuleSource, Runtime};
+//! let runtime = Runtime::load(&EngineOptions::default(), &ModuleSource::Wasm("dist/gateway.wasm".into()), 2)?;
+//! let head: &[u8] = b"GET / HTTP/1.1\r\nHost: gw\r\n\r\n";
+//! let outcome = runtime.decide_fresh(head, 1.8e9);
+//! assert_eq!(outcome.map(|d| d.status()), Ok(401));
+//! # Ok::<(), runtime::LoadError>(())
+//! ```
+
+pub mod engine;
+mod error;
+mod exports;
+mod input;
+mod instance;
+mod limits;
+
+pub use engine::{Compiler, EngineOptions, ModuleSource};
+pub use error::{GuestError, LoadError};
+pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
+pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};

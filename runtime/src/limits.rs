@@ -1,0 +1,170 @@
+//! The limits of a Store: the memory cap (a [`ResourceLimiter`]) and the
+//! CPU deadline (epoch interruption, counted on the thread's CPU clock),
+//! with the ticker thread that advances the epoch.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmtime::{Engine, ResourceLimiter};
+
+/// What a Store carries: its limits, and the CPU clock of the call under way.
+#[derive(Debug)]
+pub struct HostState {
+    /// The memory cap, which wasmtime asks before every grow.
+    pub(crate) limits: MemoryLimiter,
+    /// The CPU deadline of the call under way.
+    pub(crate) cpu: CpuDeadline,
+}
+
+impl HostState {
+    /// The limits of a new Store: `memory_cap` bytes, `cpu_budget` of the
+    /// calling thread's CPU per call (zero: the clock is never read).
+    pub(crate) fn new(memory_cap: usize, cpu_budget: Duration) -> HostState {
+        HostState {
+            limits: MemoryLimiter { cap: memory_cap },
+            cpu: CpuDeadline { budget: cpu_budget, call_started: None },
+        }
+    }
+}
+
+/// The CPU deadline of one call, counted on the calling thread's CPU clock.
+///
+/// The epoch ticker measures wall-clock time, which also counts time the
+/// thread spends waiting for a core: on a busy machine a 2 ms wall-clock
+/// deadline would stop requests that used far less CPU. So an epoch deadline
+/// only makes the host look: the callback reads the thread's CPU time and
+/// lets the guest go on, one tick at a time, until the guest itself has used
+/// the budget. Reading the thread's CPU clock costs one system call (about
+/// 0.2 us) per request.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CpuDeadline {
+    budget: Duration,
+    /// The calling thread's CPU clock when the call began (None: outside a
+    /// call). A reading, not a `ThreadTime` (which may not leave its
+    /// thread), so that a Store can be made on one thread and used on
+    /// another; each call is on one thread.
+    call_started: Option<Duration>,
+}
+
+impl CpuDeadline {
+    /// Notes the start of a call: the budget counts from here.
+    pub(crate) fn start_call(&mut self) {
+        self.call_started = thread_cpu_time(self.budget);
+    }
+
+    /// What to do when an epoch deadline passes during a call.
+    pub(crate) fn on_epoch_deadline(&mut self) -> wasmtime::UpdateDeadline {
+        // No CPU clock to tell: stop the guest.
+        let Some(now) = thread_cpu_time(self.budget) else {
+            return wasmtime::UpdateDeadline::Interrupt;
+        };
+        match self.call_started {
+            // Wasm outside a call: instantiating runs compiled code when a
+            // memory has no copy-on-write image (wasmtime initialises it
+            // that way). Its budget starts at this first look.
+            None => {
+                self.call_started = Some(now);
+                wasmtime::UpdateDeadline::Continue(1)
+            }
+            Some(start) if now.saturating_sub(start) < self.budget => wasmtime::UpdateDeadline::Continue(1),
+            Some(_) => wasmtime::UpdateDeadline::Interrupt,
+        }
+    }
+}
+
+/// The calling thread's CPU clock, read only when there is a budget to
+/// count against (None otherwise, or when the clock cannot be read).
+fn thread_cpu_time(budget: Duration) -> Option<Duration> {
+    if budget.is_zero() {
+        return None;
+    }
+    cpu_time::ThreadTime::try_now().ok().map(|t| t.as_duration())
+}
+
+/// Caps an instance's linear memory. Growing past the cap is a trap carrying
+/// [`MemoryCapExceeded`], so the host can tell it from other traps.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryLimiter {
+    cap: usize,
+}
+
+/// The error a grow past the cap traps with.
+#[derive(Debug, thiserror::Error)]
+#[error("memory grow to {desired} bytes exceeds the cap of {cap} bytes")]
+pub struct MemoryCapExceeded {
+    /// The size asked for.
+    pub desired: usize,
+    /// The cap.
+    pub cap: usize,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            return Err(wasmtime::Error::new(MemoryCapExceeded { desired, cap: self.cap }));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // The gateway never grows its table; allow a little for other modules.
+        Ok(desired <= 4096)
+    }
+
+    // One instance, one memory, one table per Store.
+    fn instances(&self) -> usize {
+        1
+    }
+    fn memories(&self) -> usize {
+        1
+    }
+    fn tables(&self) -> usize {
+        1
+    }
+}
+
+/// A background thread that increments the engine's epoch every `period`,
+/// which is what makes deadlines fire. It stops when dropped.
+#[derive(Debug)]
+pub struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Starts ticking `engine`'s epoch every `period`. Fails when the thread
+    /// cannot be started: without it no deadline would ever fire.
+    pub fn start(engine: &Engine, period: Duration) -> std::io::Result<Ticker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.clone();
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(period);
+                engine.increment_epoch();
+            }
+        })?;
+        Ok(Ticker { stop, thread: Some(thread) })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
