@@ -149,10 +149,8 @@ impl Instance {
             }
         };
         let answer = match result {
-            Ok(count) => {
-                self.cache.clear();
-                i32::try_from(count).unwrap_or(i32::MAX)
-            }
+            // The new generation empties the cache of verified tokens.
+            Ok(count) => i32::try_from(count).unwrap_or(i32::MAX),
             Err(error) => {
                 line.clear();
                 let _ = core::fmt::Write::write_fmt(&mut line, format_args!("{error}"));

@@ -13,7 +13,8 @@
 //! comparison of the whole token (`subtle`) confirms it, so the time a
 //! lookup takes does not tell how much of a cached token a guess matched.
 //! The entries are bound to the key table they were verified with: another
-//! table (a native caller switching configs) empties the cache.
+//! table (a native caller switching configs), or another generation of the
+//! keys fetched at run time, empties the cache.
 //!
 //! A token is admitted on its second verification (its hash is remembered
 //! on the first): a fresh instance, which serves one request, then never
@@ -39,8 +40,9 @@ const CLAIMS_CAPACITY: usize = CACHED_TOKEN_CAPACITY * 3 / 4;
 /// write the index alone, so they touch one page, not eight.
 #[repr(C)]
 pub struct TokenCache {
-    /// The key table the entries were verified with (its address and length).
-    keys: (usize, usize),
+    /// The key table the entries were verified with (its address and
+    /// length, and the generation of the keys fetched at run time).
+    keys: Identity,
     /// Hashes of verified tokens seen once, not yet admitted.
     seen: [u64; ENTRIES],
     /// Where the next seen hash goes.
@@ -68,7 +70,7 @@ impl TokenCache {
     /// An empty cache (zeroed, so in wasm it costs no bytes of module).
     pub const fn new() -> Self {
         TokenCache {
-            keys: (0, 0),
+            keys: NO_KEYS,
             seen: [0; ENTRIES],
             next_seen: 0,
             hashes: [0; ENTRIES],
@@ -77,15 +79,10 @@ impl TokenCache {
         }
     }
 
-    /// Forgets every token (the keys they were verified with changed).
-    pub fn clear(&mut self) {
-        *self = TokenCache::new();
-    }
-
     /// The claims JSON of `token` if it was verified with the keys of `keys`
-    /// (the config's issuers).
-    pub fn claims(&self, token: &[u8], keys: &[Issuer<'_>]) -> Option<&[u8]> {
-        if token.is_empty() || self.keys != identity(keys) {
+    /// (the config's issuers) and of fetched-key generation `generation`.
+    pub fn claims(&self, token: &[u8], keys: &[Issuer<'_>], generation: u32) -> Option<&[u8]> {
+        if token.is_empty() || self.keys != identity(keys, generation) {
             return None;
         }
         let hash = hash(token);
@@ -96,15 +93,15 @@ impl TokenCache {
 
     /// Records that `token`'s header and signature checked out under `keys`
     /// and that its payload decoded to `claims`.
-    pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[Issuer<'_>]) {
+    pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[Issuer<'_>], generation: u32) {
         if token.is_empty() || token.len() > CACHED_TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
             return;
         }
-        if self.keys != identity(keys) {
+        if self.keys != identity(keys, generation) {
             // Forget every entry: an entry is empty while its hash is 0.
             self.hashes = [0; ENTRIES];
             self.seen = [0; ENTRIES];
-            self.keys = identity(keys);
+            self.keys = identity(keys, generation);
         }
         let hash = hash(token);
         if !self.seen.contains(&hash) {
@@ -129,9 +126,28 @@ impl Default for TokenCache {
     }
 }
 
-/// Which issuer table: its address and length.
-fn identity(keys: &[Issuer<'_>]) -> (usize, usize) {
-    (keys.as_ptr() as usize, keys.len())
+/// Which keys: the issuer table's address and length, and the generation
+/// of the keys fetched at run time (a new document, or a copy of a newer
+/// key store, empties the cache). A module that fetches no keys keeps no
+/// generation.
+#[cfg(runtime_keys)]
+type Identity = (usize, usize, u32);
+#[cfg(not(runtime_keys))]
+type Identity = (usize, usize);
+
+#[cfg(runtime_keys)]
+const NO_KEYS: Identity = (0, 0, 0);
+#[cfg(not(runtime_keys))]
+const NO_KEYS: Identity = (0, 0);
+
+fn identity(keys: &[Issuer<'_>], generation: u32) -> Identity {
+    #[cfg(runtime_keys)]
+    return (keys.as_ptr() as usize, keys.len(), generation);
+    #[cfg(not(runtime_keys))]
+    {
+        let _ = generation;
+        (keys.as_ptr() as usize, keys.len())
+    }
 }
 
 /// A fast hash of the token, 8 bytes at a time (only to find the candidate;
@@ -156,17 +172,17 @@ mod tests {
         &[Issuer { iss: Some("other"), leeway_secs: 0, keys: &[], audiences: &[], fetch: None }];
 
     fn twice(cache: &mut TokenCache, token: &[u8], claims: &[u8]) {
-        cache.insert(token, claims, KEYS);
-        cache.insert(token, claims, KEYS);
+        cache.insert(token, claims, KEYS, 0);
+        cache.insert(token, claims, KEYS, 0);
     }
 
     #[test]
     fn a_token_is_admitted_on_its_second_verification() {
         let mut cache = std::boxed::Box::new(TokenCache::new());
-        cache.insert(b"a.b.c", b"{}", KEYS);
-        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
-        cache.insert(b"a.b.c", b"{}", KEYS);
-        assert_eq!(cache.claims(b"a.b.c", KEYS), Some(&b"{}"[..]));
+        cache.insert(b"a.b.c", b"{}", KEYS, 0);
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 0), None);
+        cache.insert(b"a.b.c", b"{}", KEYS, 0);
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 0), Some(&b"{}"[..]));
     }
 
     #[test]
@@ -174,18 +190,20 @@ mod tests {
         let mut cache = std::boxed::Box::new(TokenCache::new());
         twice(&mut cache, b"head.body.sig1", b"{\"a\":1}");
         for other in [&b"head.body.sig2"[..], b"head.body.sig", b"head.body.sig11", b"", b"Head.body.sig1"] {
-            assert_eq!(cache.claims(other, KEYS), None, "{other:?}");
+            assert_eq!(cache.claims(other, KEYS, 0), None, "{other:?}");
         }
-        assert_eq!(cache.claims(b"head.body.sig1", KEYS), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(cache.claims(b"head.body.sig1", KEYS, 0), Some(&b"{\"a\":1}"[..]));
     }
 
     #[test]
     fn another_key_table_misses_and_empties_the_cache() {
         let mut cache = std::boxed::Box::new(TokenCache::new());
         twice(&mut cache, b"a.b.c", b"{}");
-        assert_eq!(cache.claims(b"a.b.c", OTHER_KEYS), None);
-        cache.insert(b"x.y.z", b"{}", OTHER_KEYS);
-        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
+        assert_eq!(cache.claims(b"a.b.c", OTHER_KEYS, 0), None);
+        #[cfg(runtime_keys)]
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 1), None, "another generation of fetched keys");
+        cache.insert(b"x.y.z", b"{}", OTHER_KEYS, 0);
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 0), None);
     }
 
     #[test]
@@ -196,12 +214,12 @@ mod tests {
         for token in &tokens {
             twice(&mut cache, token.as_bytes(), b"{}");
         }
-        assert_eq!(cache.claims(tokens[0].as_bytes(), KEYS), None);
-        assert!(tokens[1..].iter().all(|t| cache.claims(t.as_bytes(), KEYS).is_some()));
+        assert_eq!(cache.claims(tokens[0].as_bytes(), KEYS, 0), None);
+        assert!(tokens[1..].iter().all(|t| cache.claims(t.as_bytes(), KEYS, 0).is_some()));
         let long = [b'a'; CACHED_TOKEN_CAPACITY + 1];
         twice(&mut cache, &long, b"{}");
-        assert_eq!(cache.claims(&long, KEYS), None);
+        assert_eq!(cache.claims(&long, KEYS, 0), None);
         twice(&mut cache, b"a.b.c", &[b' '; CLAIMS_CAPACITY + 1]);
-        assert_eq!(cache.claims(b"a.b.c", KEYS), None);
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 0), None);
     }
 }

@@ -163,7 +163,9 @@ pub fn authorize<'c, 'a>(
     arena: &mut Arena<'a>,
     cache: Option<&mut TokenCache>,
 ) -> Result<Verified<'c, 'a>, Rejection> {
-    let (claims_json, hit) = match cache.as_deref().and_then(|c| c.claims(token, config.issuers)) {
+    let generation = keys.fetched.generation();
+    let (claims_json, hit) = match cache.as_deref().and_then(|c| c.claims(token, config.issuers, generation))
+    {
         Some(cached) => {
             let copy = arena.alloc(cached.len())?;
             copy.copy_from_slice(cached);
@@ -173,7 +175,7 @@ pub fn authorize<'c, 'a>(
     };
     let verified = claims::check(claims_json, now, config, arena)?;
     if let (Some(cache), false) = (cache, hit) {
-        cache.insert(token, claims_json, config.issuers);
+        cache.insert(token, claims_json, config.issuers, generation);
     }
     Ok(verified)
 }

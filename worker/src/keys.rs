@@ -146,6 +146,11 @@ impl FetchedKeys {
         FetchedKeys
     }
 
+    /// The generation of the installed keys: always 0.
+    pub const fn generation(&self) -> u32 {
+        0
+    }
+
     /// The key for a checked header among the issuer's compiled keys.
     pub fn select<'k>(
         &'k self,

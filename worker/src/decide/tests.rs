@@ -338,7 +338,7 @@ fn a_cached_token_is_judged_again_at_every_request() {
     for _ in 0..3 {
         assert_eq!(decide_cached(&head, NOW, &CONFIG, &mut cache), decide(&head));
     }
-    assert!(cache.claims(good.as_bytes(), CONFIG.issuers).is_some(), "the token is cached");
+    assert!(cache.claims(good.as_bytes(), CONFIG.issuers, 0).is_some(), "the token is cached");
     let status = |now: u64, config: &Config<'_>, cache: &mut TokenCache| {
         let (status, output) = decide_cached(&head, now, config, cache);
         (status, output.split('\n').nth(1).map(String::from))

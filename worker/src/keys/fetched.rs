@@ -52,6 +52,10 @@ pub struct FetchedKeys {
     installed_at: [Option<u64>; ISSUERS],
     /// How many slots hold keys; the others are free.
     used: usize,
+    /// Counts the installs: a cache of verified tokens is bound to one
+    /// generation, so an instance that receives a newer store (an install,
+    /// or a host's copy of another instance's store) forgets its tokens.
+    generation: u32,
     /// The keys, each tagged with its issuer.
     slots: [Slot; SLOTS],
 }
@@ -119,7 +123,12 @@ impl fmt::Display for InstallError {
 impl FetchedKeys {
     /// No keys installed (zeroed: in wasm it costs no bytes of module).
     pub const fn new() -> Self {
-        FetchedKeys { installed_at: [None; ISSUERS], used: 0, slots: [EMPTY_SLOT; SLOTS] }
+        FetchedKeys { installed_at: [None; ISSUERS], used: 0, generation: 0, slots: [EMPTY_SLOT; SLOTS] }
+    }
+
+    /// The generation of the installed keys (see the field).
+    pub fn generation(&self) -> u32 {
+        self.generation
     }
 
     /// The bytes that hold every installed key: the start of the store up
@@ -178,6 +187,7 @@ impl FetchedKeys {
         self.slots[kept..next].fill(EMPTY_SLOT);
         self.used = kept;
         self.installed_at[issuer] = Some(now);
+        self.generation = self.generation.wrapping_add(1);
         let _ = write!(summary, ": {installed} keys for issuer {issuer}");
         if pinned > 0 {
             let _ = write!(summary, "; {pinned} with a compiled kid ignored (pinned)");

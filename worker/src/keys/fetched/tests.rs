@@ -233,6 +233,7 @@ fn the_store_is_one_region_without_pointers() {
         // field-by-field copy of the used prefix.
         copy.installed_at = store.installed_at;
         copy.used = store.used;
+        copy.generation = store.generation;
         copy.slots[..store.used].copy_from_slice(&store.slots[..store.used]);
         assert!(len > core::mem::offset_of!(FetchedKeys, slots));
         assert_eq!(selected(&copy, 0, header(Alg::Rs256, "rsa-a2"), NOW), Ok("rsa-a2".into()));
