@@ -1205,8 +1205,12 @@ fn the_corpus_covers_every_rejection_the_request_path_can_give() {
                     | Denied
                     | NotFound
                     | PreflightRefused
+                    | PathParametersChangeRule
             )
         })
+        // Keys fetched at run time need a module that fetches them: the
+        // tests of testkit/jwks/ cover it on every host.
+        .filter(|r| !matches!(r, KeysUnavailable))
         .filter(|r| !corpus.iter().any(|c| c.expect == Expect::Reject(*r)))
         .collect();
     assert!(missing.is_empty(), "no case for {missing:?}");
