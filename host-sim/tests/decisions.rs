@@ -194,7 +194,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 28] = [
+const UNREACHABLE: [Rejection; 29] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
