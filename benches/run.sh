@@ -134,6 +134,13 @@ echo "  kernels (benches/wasm-kernels)"
 cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml --target wasm32-unknown-unknown \
   --target-dir "$variants/build-kernels"
 cp "$variants/build-kernels/wasm32-unknown-unknown/release/wasm_kernels.wasm" "$variants/wasm_kernels.wasm.kernel"
+# The fetched-keys comparison (bench-tool paired): the same four RS256 keys
+# compiled in and fetched at run time, every algorithm built into both
+# (target/bench-keys, apart from the size table's variants).
+for keys in compiled fetched; do
+  GATEWAY_CONFIG=benches/configs/keys-$keys.toml WORKER_FEATURES=rs256,es256,eddsa \
+    WASM_OUT="target/bench-keys/keys-$keys.wasm" bash build/worker.sh >/dev/null
+done
 ls -l "$variants"/*.wasm | awk '{print "  " $5 "\t" $9}'
 for f in "$variants"/*.wasm; do
   printf '%s %s %s\n' "$(basename "$f" .wasm)" "$(stat -c %s "$f")" "$(gzip -9c "$f" | wc -c)"

@@ -48,6 +48,9 @@ enum Command {
     Paired {
         /// Where to write them.
         file: PathBuf,
+        /// Only this comparison (`fetched_keys`), for a quick look.
+        #[arg(long)]
+        only: Option<String>,
     },
     /// An open-loop HTTP load at a fixed rate; latency from each request's
     /// scheduled start as well as its round trip.
@@ -66,7 +69,7 @@ fn main() -> ExitCode {
         Command::Host(args) => host_bench::run(&args),
         Command::Corpus { file } => write_corpus(&file),
         Command::Latency { file } => latency(&file),
-        Command::Paired { file } => paired::run(&file),
+        Command::Paired { file, only } => paired::run(&file, only.as_deref()),
         Command::Load(args) => load::run(&args),
         Command::Report { dir, out } => report::run(&dir, &out),
     }

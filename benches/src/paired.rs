@@ -117,11 +117,17 @@ fn setups(group: &str) -> Vec<(String, Setup)> {
     setups
 }
 
-/// Runs every comparison and writes `{id: ns}` to `path`.
-pub fn run(path: &std::path::Path) -> std::process::ExitCode {
+/// Runs every comparison (or only `only`) and writes `{id: ns}` to `path`.
+pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode {
     corpus::check_native();
     let heads = corpus::heads(&corpus::mix());
     let mut all = BTreeMap::new();
+    if only == Some("fetched_keys") {
+        fetched_keys(&mut all);
+        std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
+        eprintln!("wrote {}", path.display());
+        return std::process::ExitCode::SUCCESS;
+    }
 
     // The host's defaults against one setting changed; one runtime each.
     for group in ["interleaved/reuse", "interleaved/fresh"] {
@@ -169,6 +175,7 @@ pub fn run(path: &std::path::Path) -> std::process::ExitCode {
 
     kernels(&mut all);
     native_hmac(&mut all);
+    fetched_keys(&mut all);
 
     std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
     eprintln!("wrote {}", path.display());
@@ -248,4 +255,82 @@ fn native_hmac(all: &mut BTreeMap<String, f64>) {
             ),
         ],
     );
+}
+
+/// Keys fetched at run time against the same keys compiled in: four RS256
+/// keys (`benches/configs/rsa4-jwks.json`), fresh instances, one request
+/// without a token (what every request pays for the key store's copy) and
+/// one with an RS256 token. The fetched module's keys are installed as a
+/// host installs them. `benches/run.sh` step 1 builds both modules.
+fn fetched_keys(all: &mut BTreeMap<String, f64>) {
+    let keys_module =
+        |name: &str| existing(&gateway_benches::paths::root().join("target/bench-keys").join(name));
+    let compiled = Setup::Deadline.load_unchecked(&keys_module("keys-compiled.wasm"));
+    let fetched = Setup::Deadline.load_unchecked(&keys_module("keys-fetched.wasm"));
+    let document = std::fs::read(gateway_benches::paths::root().join("benches/configs/rsa4-jwks.json"))
+        .expect("benches/configs/rsa4-jwks.json");
+    let installed = fetched.install_keys(0, &document, NOW as f64).expect("the keeper instance");
+    assert!(installed.as_ref().is_ok_and(|summary| summary.contains(": 4 keys")), "{installed:?}");
+    let no_token = vec![b"GET /orders HTTP/1.1\r\nHost: gw\r\n\r\n".to_vec()];
+    let rs256 = vec![rs256_request()];
+    for (name, heads) in [("no_token", &no_token), ("rs256", &rs256)] {
+        for runtime in [&compiled, &fetched] {
+            let status = runtime.decide_fresh(&heads[0], NOW as f64).map(|d| d.status());
+            assert_eq!(status, Ok(if name == "rs256" { 200 } else { 401 }), "{name}");
+        }
+        let group = format!("interleaved/fetched_keys_{name}");
+        compare(
+            all,
+            vec![
+                fresh(id(&group, "compiled"), &compiled, heads),
+                fresh(id(&group, "fetched"), &fetched, heads),
+            ],
+        );
+    }
+    // Installing a four-key document, per algorithm, in the keeper instance.
+    let documents: Vec<(&str, Vec<u8>)> = [
+        ("rs256_2048", "rsa4-jwks.json"),
+        ("rs256_4096", "rsa4096-jwks.json"),
+        ("es256", "es256-jwks.json"),
+        ("eddsa", "eddsa-jwks.json"),
+    ]
+    .into_iter()
+    .map(|(name, file)| {
+        let path = gateway_benches::paths::root().join("benches/configs").join(file);
+        (name, std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    })
+    .collect();
+    let contenders = documents
+        .iter()
+        .map(|(name, document)| -> Contender<'_> {
+            let fetched = &fetched;
+            (
+                id("interleaved/fetched_keys_install", name),
+                Box::new(move |_| {
+                    let installed = fetched.install_keys(0, document, NOW as f64);
+                    assert!(
+                        matches!(&installed, Ok(Ok(summary)) if summary.contains(": 4 keys")),
+                        "{installed:?}"
+                    );
+                }),
+            )
+        })
+        .collect();
+    compare(all, contenders);
+}
+
+/// A request with an RS256 token of the RFC 7515 key (`rsa-a2`).
+fn rs256_request() -> Vec<u8> {
+    use base64::Engine as _;
+    let pem =
+        std::fs::read_to_string(gateway_benches::paths::root().join("testkit/keys/rs256-rfc7515.key.pem"))
+            .expect("key");
+    let body: String = pem.lines().filter(|line| !line.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(body).expect("PEM body");
+    let key = jsonwebtoken::EncodingKey::from_rsa_der(&der);
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("rsa-a2".into());
+    let claims = serde_json::json!({"iss": "https://issuer.bench", "aud": "orders", "sub": "alice", "exp": NOW + 3600});
+    let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+    format!("GET /orders HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {token}\r\n\r\n").into_bytes()
 }

@@ -16,6 +16,7 @@
 //! | [`echo`], [`mint`] | the tools: an echo upstream, and a token signed with the config's key |
 //! | [`listen`] | the HTTP/1.1 server: accept loop, connection cap, head and idle timeouts, shutdown |
 //! | [`upstream`], [`exchange`], [`gate`] | executing a forward: the request as planned, sent within the limits, at most so many connections per upstream |
+//! | [`keys`] | fetching the keys of a module that fetches them, on the module's schedule |
 //! | [`limits`] | `serve`'s limit flags and the groups they are handed on in |
 //! | [`body`], [`stream`] | the one body wrapper and the one IO wrapper the above share |
 //! | [`access_log`] | `serve`'s access-log line, escaped |
@@ -30,6 +31,7 @@ pub mod echo;
 pub mod eval;
 pub mod exchange;
 pub mod gate;
+pub mod keys;
 pub mod limits;
 pub mod listen;
 pub mod mint;

@@ -23,6 +23,7 @@ use runtime::{Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds
 use crate::access_log;
 use crate::args::{EngineArgs, SourceArgs};
 use crate::body::Body;
+use crate::keys::KeyFetcher;
 use crate::limits::{self, LimitArgs};
 use crate::listen;
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
@@ -53,16 +54,22 @@ pub struct ServeArgs {
     /// Timeouts and limits for clients and upstreams.
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// For a module that fetches keys: serve at once, before every key
+    /// source has answered (tokens needing fetched keys get 503 until then).
+    /// By default `serve` waits, and says so.
+    #[arg(long)]
+    pub serve_before_keys: bool,
 }
 
 /// What every connection shares.
 #[derive(Debug)]
 pub struct Gateway {
-    runtime: Runtime,
+    runtime: Arc<Runtime>,
     isolation: Isolation,
     forwarder: Forwarder,
     access_log: bool,
     clock: fn() -> SystemTime,
+    keys: Option<KeyFetcher>,
 }
 
 thread_local! {
@@ -73,7 +80,13 @@ thread_local! {
 impl Gateway {
     /// A gateway over `runtime`, on the system clock.
     pub fn new(runtime: Runtime, isolation: Isolation, forwarder: Forwarder, access_log: bool) -> Gateway {
-        Gateway { runtime, isolation, forwarder, access_log, clock: SystemTime::now }
+        let runtime = Arc::new(runtime);
+        Gateway { runtime, isolation, forwarder, access_log, clock: SystemTime::now, keys: None }
+    }
+
+    /// The same gateway with its module's keys fetched by `keys`.
+    pub fn with_keys(self, keys: KeyFetcher) -> Gateway {
+        Gateway { keys: Some(keys), ..self }
     }
 
     /// The same gateway reading the time from `clock`: for tests of what a
@@ -90,7 +103,7 @@ impl Gateway {
             Isolation::Fresh => self.runtime.decide_fresh(input, now),
             Isolation::Reuse => REUSABLE.with(|cell| {
                 let mut cell = cell.borrow_mut();
-                let id = &self.runtime as *const Runtime as usize;
+                let id = Arc::as_ptr(&self.runtime) as usize;
                 if cell.0 != id {
                     *cell = (id, Reusable::default());
                 }
@@ -134,7 +147,12 @@ impl Gateway {
                     Err(e) => (e.response(), format!("{note}: {e}")),
                 }
             }
-            Decision::Answer(answer) => (answer_response(&decision), format!("answer: {}", answer.reason)),
+            Decision::Answer(answer) => {
+                if let (Some(keys), Some(issuer)) = (&self.keys, answer.refresh_keys) {
+                    keys.want(issuer);
+                }
+                (answer_response(&decision), format!("answer: {}", answer.reason))
+            }
         };
         self.log(remote, &method, &target, start, response, &note)
     }
@@ -189,8 +207,9 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     let client_limits = args.limits.client(limits::raise_descriptor_limit());
     // A slot per worker thread (a request holds one only while the module
     // runs, which never awaits), twice over for reuse-mode instances being
-    // replaced, plus one for the probe.
-    let slots = u32::try_from(threads * 2 + 1).unwrap_or(u32::MAX);
+    // replaced, plus one for the probe and one for the instance that
+    // installs fetched keys.
+    let slots = u32::try_from(threads * 2 + 2).unwrap_or(u32::MAX);
     let runtime = match Runtime::load(&args.engine.options(), &args.source.source(), slots) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
@@ -206,21 +225,34 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(e.to_string()),
     };
+    let key_sources = match runtime.key_sources() {
+        Ok(sources) => sources,
+        Err(e) => return fail(format!("cannot read the module's key sources: {e}")),
+    };
+    if let Err(e) = KeyFetcher::check(&key_sources, &overrides) {
+        return fail(e);
+    }
     let tokio = match listen::runtime(threads) {
         Ok(t) => t,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
     tokio.block_on(async {
+        let mut gateway =
+            Gateway::new(runtime, args.engine.isolation, Forwarder::new(overrides.clone(), args.limits.forward()), args.access_log);
+        if !key_sources.is_empty() {
+            let count = key_sources.len();
+            let keys = KeyFetcher::start(Arc::clone(&gateway.runtime), key_sources, overrides);
+            if !args.serve_before_keys {
+                eprintln!("keys: waiting for {count} key source(s) before serving (--serve-before-keys serves at once)");
+                keys.all_installed().await;
+            }
+            gateway = gateway.with_keys(keys);
+        }
         let listener = match listen::bind(args.listen, "gateway").await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
         };
-        let gateway = Arc::new(Gateway::new(
-            runtime,
-            args.engine.isolation,
-            Forwarder::new(overrides, args.limits.forward()),
-            args.access_log,
-        ));
+        let gateway = Arc::new(gateway);
         listen::serve(
             listener,
             client_limits,

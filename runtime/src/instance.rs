@@ -25,6 +25,7 @@ use crate::engine::{self, EngineOptions, ModuleSource};
 use crate::error::{GuestError, LoadError, one_line};
 use crate::exports::Exports;
 use crate::input::{Input, MAX_CONTEXT_LINE};
+use crate::keys::{Keeper, KeyExports, KeySourceBuf, Keys, Verdict};
 use crate::limits::{HostState, MemoryCapExceeded, Ticker};
 
 /// How instances relate to requests. Parsed from `fresh` or `reuse`.
@@ -83,6 +84,8 @@ pub struct Runtime {
     spare: std::sync::Mutex<Option<Slot>>,
     /// Set once the spare is taken, so that later requests skip the lock.
     spare_taken: std::sync::atomic::AtomicBool,
+    /// A module that fetches keys: its keeper instance and key image.
+    keys: Option<Keys>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -101,6 +104,7 @@ pub struct Prepared {
     module: Module,
     pre: InstancePre<HostState>,
     exports: Exports,
+    key_exports: Option<KeyExports>,
 }
 
 impl Prepared {
@@ -108,9 +112,10 @@ impl Prepared {
     /// builds the `InstancePre` (import resolution done once, for all instances).
     pub fn new(engine: &Engine, module: &Module) -> Result<Prepared, LoadError> {
         let exports = Exports::resolve(module)?;
+        let key_exports = KeyExports::resolve(module)?;
         let linker = Linker::<HostState>::new(engine);
         let pre = linker.instantiate_pre(module).map_err(|e| LoadError::Instantiate(one_line(&e)))?;
-        Ok(Prepared { engine: engine.clone(), module: module.clone(), pre, exports })
+        Ok(Prepared { engine: engine.clone(), module: module.clone(), pre, exports, key_exports })
     }
 
     /// Makes the first instance, checks its `abi_version` and reads the input
@@ -129,6 +134,7 @@ impl Prepared {
             _ticker: None,
             spare: std::sync::Mutex::new(None),
             spare_taken: std::sync::atomic::AtomicBool::new(false),
+            keys: None,
         };
         let fail = |e: GuestError| LoadError::Instantiate(e.to_string());
         let mut slot = runtime.instantiate().map_err(fail)?;
@@ -154,6 +160,20 @@ impl Prepared {
         // The instance has run only the contract's getters, never a request:
         // it serves the first one, which saves a cold start an instantiation.
         runtime.spare = std::sync::Mutex::new(Some(slot));
+        if let Some(key_exports) = self.key_exports {
+            // One more instance, kept for good, reads and installs documents;
+            // no request deadline applies to it.
+            let mut keeper = runtime.instantiate().map_err(fail)?;
+            keeper.store.set_epoch_deadline(u64::MAX / 2);
+            let keeper = Keeper {
+                store: keeper.store,
+                memory: keeper.memory,
+                instance: keeper.instance,
+                output_ptr: keeper.output_ptr,
+                output_len: keeper.output_len,
+            };
+            runtime.keys = Some(Keys::new(key_exports, keeper).map_err(fail)?);
+        }
         Ok(runtime)
     }
 }
@@ -166,6 +186,8 @@ struct Slot {
     output_ptr: TypedFunc<(), u32>,
     output_len: TypedFunc<(), u32>,
     instance: wasmtime::Instance,
+    /// The generation of the key image this instance holds (0: none).
+    key_generation: u64,
 }
 
 impl Slot {
@@ -215,7 +237,7 @@ impl Slot {
 }
 
 /// Turns a wasmtime error from a call into the host's reason.
-fn classify(error: &wasmtime::Error) -> GuestError {
+pub(crate) fn classify(error: &wasmtime::Error) -> GuestError {
     if error.chain().any(|c| c.is::<MemoryCapExceeded>()) {
         return GuestError::MemoryLimit;
     }
@@ -363,7 +385,7 @@ impl Runtime {
             .ok_or(GuestError::BadOutput("output_len"))?
             .typed::<(), u32>(&store)
             .map_err(typed_err)?;
-        Ok(Slot { store, memory, handle, output_ptr, output_len, instance })
+        Ok(Slot { store, memory, handle, output_ptr, output_len, instance, key_generation: 0 })
     }
 
     /// The module's route table (`routes` export): audience and upstream
@@ -382,7 +404,47 @@ impl Runtime {
     /// pool, dropped afterwards). `now` is Unix seconds.
     pub fn decide_fresh<'a>(&self, input: impl Into<Input<'a>>, now: f64) -> Outcome {
         let mut slot = self.fresh_slot()?;
+        self.give_keys(&mut slot)?;
         slot.decide(self.layout, &input.into(), now)
+    }
+
+    /// Copies the installed keys into `slot` when it holds an older image
+    /// (or none): a no-op for a module that fetches no keys.
+    fn give_keys(&self, slot: &mut Slot) -> Result<(), GuestError> {
+        let Some(keys) = &self.keys else { return Ok(()) };
+        let image = keys.image();
+        if image.generation != slot.key_generation {
+            image.apply(&slot.memory, &mut slot.store)?;
+            slot.key_generation = image.generation;
+        }
+        Ok(())
+    }
+
+    /// The module's key-source table (`ABI.md`, "Keys fetched at run
+    /// time"): empty for a module that fetches no keys.
+    pub fn key_sources(&self) -> Result<Vec<KeySourceBuf>, GuestError> {
+        self.keys.as_ref().map_or(Ok(Vec::new()), Keys::sources)
+    }
+
+    /// The largest document the module reads, in bytes (0: it fetches no keys).
+    pub fn keys_capacity(&self) -> usize {
+        self.keys.as_ref().map_or(0, Keys::capacity)
+    }
+
+    /// Has the module read issuer `issuer`'s OpenID discovery document:
+    /// its `jwks_uri`, or the module's one-line reason for refusing it.
+    pub fn discovered(&self, issuer: u8, document: &[u8]) -> Result<Verdict<String>, GuestError> {
+        let keys = self.keys.as_ref().ok_or(GuestError::BadOutput("the module fetches no keys"))?;
+        keys.discovered(issuer, document)
+    }
+
+    /// Has the module validate and install issuer `issuer`'s JWKS document
+    /// at `now`: its one-line summary, or its reason for refusing the
+    /// document (the installed keys then stay as they were). Every instance
+    /// made or reused afterwards decides with the new keys.
+    pub fn install_keys(&self, issuer: u8, document: &[u8], now: f64) -> Result<Verdict<String>, GuestError> {
+        let keys = self.keys.as_ref().ok_or(GuestError::BadOutput("the module fetches no keys"))?;
+        keys.install(issuer, document, now)
     }
 
     /// Decides one request in `reusable`'s instance, making it first if
@@ -401,6 +463,7 @@ impl Runtime {
         if let Some(ticks) = self.deadline_ticks {
             slot.store.set_epoch_deadline(ticks);
         }
+        self.give_keys(slot)?;
         let outcome = slot.decide(self.layout, &input.into(), now);
         if let Err(e) = &outcome
             && (e.poisons_instance() || matches!(e, GuestError::BadOutput(_) | GuestError::Undecodable(_)))
@@ -438,6 +501,7 @@ impl Runtime {
         let mut live = Vec::with_capacity(count);
         for _ in 0..count {
             let mut slot = self.fresh_slot()?;
+            self.give_keys(&mut slot)?;
             slot.decide(self.layout, &Input::from(head), now)?;
             live.push(slot);
         }

@@ -12,6 +12,7 @@
 //! | [`engine`] | the engine's `Config` line by line; loading a `.wasm` (JIT) or a `.cwasm`; precompiling |
 //! | `exports` | the contract's exports, checked once per module |
 //! | `instance` | [`Runtime`]: the `InstancePre`, a Store per instance, deciding a request fresh or reused |
+//! | `keys` | keys fetched at run time: the keeper instance that installs documents, the key image every instance receives |
 //! | `limits` | the limits of a Store: the memory cap, the CPU deadline, the epoch ticker |
 //! | `input` | what the host writes into the module: [`Input`] (context line and head) and the time |
 //! | `error` | [`LoadError`] (refuse to start) and [`GuestError`] (500/503 for one request) |
@@ -32,9 +33,12 @@ mod error;
 mod exports;
 mod input;
 mod instance;
+mod keys;
 mod limits;
 
+pub use contract::key_sources::SourceKind;
 pub use engine::{Compiler, EngineOptions, ModuleSource};
 pub use error::{GuestError, LoadError};
 pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
 pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};
+pub use keys::{KeySourceBuf, Verdict};

@@ -70,7 +70,8 @@ export function jwksOf(keys, extra = {}) {
  *
  * Every path but the discovery document serves the JWKS document set with
  * `publish(path, body)` (default: every path the same document). `behave`
- * sets how the next responses misbehave:
+ * sets how the next JWKS responses misbehave (the discovery document always
+ * answers):
  *   "ok" | "status500" | "hang" (never answers) | "drop" (half the body,
  *   then the connection is cut) | "huge" (10 MB of JSON) | "garbage"
  *   (not JSON) | "slow" (the body after `delayMs`)
@@ -90,11 +91,13 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
   const server = createServer((req, res) => {
     const path = new URL(req.url, "http://provider").pathname;
     state.fetches.push({ path, at: Date.now() - started, method: req.method });
-    const body =
-      path === "/.well-known/openid-configuration"
-        ? JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256"] })
-        : (state.documents.get(path) ?? state.fallback);
     const headers = { "content-type": "application/json" };
+    if (path === "/.well-known/openid-configuration") {
+      // The discovery document always answers: the misbehaviour is the JWKS's.
+      res.writeHead(200, headers);
+      return res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256"] }));
+    }
+    const body = state.documents.get(path) ?? state.fallback;
     if (state.cacheControl) headers["cache-control"] = state.cacheControl;
     switch (state.mode) {
       case "hang":

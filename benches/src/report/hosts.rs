@@ -6,7 +6,7 @@ use gateway_benches::latency::Series;
 use gateway_benches::table::{Table, left, right};
 use gateway_benches::variants::{SHIPPED, VARIANTS};
 
-use super::format::{ratio, t, to, us};
+use super::format::{cost, ratio, t, to, us};
 use super::in_process::id;
 use super::results::{HTTP_STEP, Results};
 use super::{Values, command};
@@ -269,4 +269,34 @@ pub(super) fn sizes(v: &mut Values, r: &Results) {
         table.row([idea.into(), to(before), to(after), ratio(after, before), cost]);
     }
     v.set("speedups_table", table.to_markdown());
+}
+
+/// Keys fetched at run time against the same keys compiled in (fresh
+/// instances, interleaved), and what installing a document costs.
+pub(super) fn fetched_keys(v: &mut Values, r: &Results) {
+    let mut table = Table::new([
+        left("request"),
+        right("keys compiled in"),
+        right("keys fetched"),
+        right("fetched costs"),
+    ]);
+    for (label, group) in [
+        ("no token (401): the key store's copy alone", "interleaved/fetched_keys_no_token"),
+        ("an RS256 token (200)", "interleaved/fetched_keys_rs256"),
+    ] {
+        let compiled = r.get(id(group, "compiled"));
+        let fetched = r.get(id(group, "fetched"));
+        table.row([label.into(), to(compiled), to(fetched), cost(fetched, compiled)]);
+    }
+    v.set("fetched_keys_table", table.to_markdown());
+    let mut install = Table::new([left("a document of four keys"), right("install, in wasmtime")]);
+    for (label, name) in [
+        ("RS256, 2048 bits", "rs256_2048"),
+        ("RS256, 4096 bits", "rs256_4096"),
+        ("ES256", "es256"),
+        ("EdDSA", "eddsa"),
+    ] {
+        install.row([label.into(), to(r.get(id("interleaved/fetched_keys_install", name)))]);
+    }
+    v.set("fetched_keys_install_table", install.to_markdown());
 }
