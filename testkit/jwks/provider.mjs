@@ -189,3 +189,31 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
 export function randomKid() {
   return `random-${randomBytes(6).toString("hex")}`;
 }
+
+// Run directly, a provider to try the gateway with (examples/identity-provider.toml):
+//   node testkit/jwks/provider.mjs [--port 9400] [--aud orders] [--seconds 600]
+// serves discovery and a JWKS of one fresh RS256 key at http://127.0.0.1:PORT
+// (the issuer), prints a token signed with it, and stops after SECONDS.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const arg = (name, fallback) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1] : fallback;
+  };
+  const port = Number(arg("port", "9400"));
+  const issuer = `http://127.0.0.1:${port}`;
+  const key = makeKey(`demo-${randomBytes(3).toString("hex")}`);
+  const { createServer: create } = await import("node:http");
+  const server = create((req, res) => {
+    const path = new URL(req.url, issuer).pathname;
+    const body = path === "/.well-known/openid-configuration" ? JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks` }) : jwksOf([key]);
+    console.error(`provider: GET ${path}`);
+    res.writeHead(200, { "content-type": "application/json", "cache-control": "max-age=300" });
+    res.end(body);
+  });
+  server.listen(port, "127.0.0.1", () => {
+    const exp = Math.floor(Date.now() / 1000) + 3600;
+    console.log(signToken(key, { iss: issuer, aud: arg("aud", "orders"), sub: "alice", exp }));
+    console.error(`provider: issuer ${issuer}, kid ${key.kid}; the token above is signed with it`);
+  });
+  setTimeout(() => server.close(), Number(arg("seconds", "600")) * 1000).unref();
+}

@@ -271,7 +271,7 @@ if (HOSTS.some(([name]) => name === "host-sim serve")) {
         const log = host.proc.output();
         assert.match(log, /keys: waiting for 2 key source\(s\) before serving/);
         assert.match(log, /keys: issuer 0 http:\/\/idp\.test\/jwks: fetch failed: status 500/);
-        assert.match(log, /keys: issuer 0 http:\/\/idp\.test\/jwks: installed "key-a": 1 keys for issuer 0/);
+        assert.match(log, /keys: issuer 0 http:\/\/idp\.test\/jwks: installed "key-a": 1 key for issuer 0/);
       } finally {
         await (host ?? (await starting.catch(() => null)))?.proc.stop();
         await recorder.stop();

@@ -188,7 +188,8 @@ impl FetchedKeys {
         self.used = kept;
         self.installed_at[issuer] = Some(now);
         self.generation = self.generation.wrapping_add(1);
-        let _ = write!(summary, ": {installed} keys for issuer {issuer}");
+        let plural = if installed == 1 { "" } else { "s" };
+        let _ = write!(summary, ": {installed} key{plural} for issuer {issuer}");
         if pinned > 0 {
             let _ = write!(summary, "; {pinned} with a compiled kid ignored (pinned)");
         }
