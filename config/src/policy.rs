@@ -224,7 +224,7 @@ pub(crate) fn read(
     for (i, raw) in input.rules.into_iter().enumerate() {
         rules.push(rule(&format!("rules[{i}]"), raw, routes, &mut claims)?);
     }
-    let warnings = check_order(&rules)?;
+    let warnings = order::check_order(&rules)?;
     let mut taken: Vec<String> = token_sources
         .iter()
         .filter_map(|s| match s {
@@ -245,7 +245,7 @@ pub(crate) fn read(
         Some(name) => Some(header_name("payload_header", &name, &taken)?),
         None => None,
     };
-    let cors = input.cors.map(|raw| cors(raw, routes)).transpose()?;
+    let cors = input.cors.map(|raw| cors::cors(raw, routes)).transpose()?;
     let policy = PolicyConfig {
         rules,
         cors,
@@ -537,137 +537,8 @@ fn requirements(
     Ok(requirements)
 }
 
-/// True when `wide` matches every path `narrow` matches.
-fn covers(wide: &PathMatchConfig, narrow: &PathMatchConfig) -> bool {
-    match (wide, narrow) {
-        (PathMatchConfig::Exact(a), PathMatchConfig::Exact(b)) => a == b,
-        (PathMatchConfig::Exact(_), PathMatchConfig::Prefix(_)) => false,
-        (PathMatchConfig::Prefix(a), PathMatchConfig::Exact(b) | PathMatchConfig::Prefix(b)) => under(b, a),
-    }
-}
-
-/// True when some path matches both.
-fn overlap(a: &PathMatchConfig, b: &PathMatchConfig) -> bool {
-    covers(a, b) || covers(b, a)
-}
-
-/// `path` is `prefix` or below it, on a segment boundary (the worker's rule).
-fn under(path: &str, prefix: &str) -> bool {
-    let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
-    path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
-fn methods_cover(wide: &[String], narrow: &[String]) -> bool {
-    wide.is_empty() || (!narrow.is_empty() && narrow.iter().all(|m| wide.contains(m)))
-}
-
-fn methods_overlap(a: &[String], b: &[String]) -> bool {
-    a.is_empty() || b.is_empty() || a.iter().any(|m| b.contains(m))
-}
-
-/// Refuses a rule an earlier rule hides; returns a warning for each pair
-/// that overlaps with different outcomes.
-fn check_order(rules: &[RuleConfig]) -> Result<Vec<String>, ConfigErrorKind> {
-    let mut warnings = Vec::new();
-    for (j, later) in rules.iter().enumerate() {
-        for (i, earlier) in rules[..j].iter().enumerate() {
-            if covers(&earlier.path, &later.path) && methods_cover(&earlier.methods, &later.methods) {
-                return Err(ConfigErrorKind::UnreachableRule {
-                    entry: format!("rules[{j}]"),
-                    hidden_by: format!("rules[{i}]"),
-                });
-            }
-            if overlap(&earlier.path, &later.path)
-                && methods_overlap(&earlier.methods, &later.methods)
-                && earlier.access != later.access
-            {
-                warnings.push(format!(
-                    "rules[{i}] and rules[{j}] overlap with different outcomes: requests both match take rules[{i}] (first match wins)"
-                ));
-            }
-        }
-    }
-    Ok(warnings)
-}
-
-/// An origin as browsers serialize it: `http` or `https`, a lower-case host
-/// (or an IPv6 literal), an optional port, nothing else.
-fn is_origin(origin: &str) -> bool {
-    let Some(rest) = origin.strip_prefix("https://").or_else(|| origin.strip_prefix("http://")) else {
-        return false;
-    };
-    let (host, port) = match rest.rfind(':') {
-        Some(i) if !rest[i..].contains(']') => (&rest[..i], Some(&rest[i + 1..])),
-        _ => (rest, None),
-    };
-    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        Some(v6) => !v6.is_empty() && v6.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.'),
-        None => {
-            !host.is_empty()
-                && host
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        }
-    };
-    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|n| n > 0) && !p.starts_with('0'));
-    host_ok && port_ok && origin.len() <= MAX_TEXT_LEN
-}
-
-fn cors(raw: RawCors, routes: &[RouteConfig]) -> Result<CorsConfig, ConfigErrorKind> {
-    if raw.allow_origins.is_empty() {
-        return Err(invalid("cors.allow_origins", "lists no origin"));
-    }
-    if raw.allow_origins.iter().any(|o| o == "*") {
-        if raw.allow_origins.len() > 1 {
-            return Err(invalid("cors.allow_origins", "\"*\" allows every origin: list it alone"));
-        }
-        if raw.allow_credentials {
-            return Err(invalid(
-                "cors.allow_origins",
-                "\"*\" with allow_credentials = true would let any site act with the user's credentials: list the origins",
-            ));
-        }
-    } else if let Some((i, bad)) = raw.allow_origins.iter().enumerate().find(|(_, o)| !is_origin(o)) {
-        return Err(invalid(
-            &format!("cors.allow_origins[{i}]"),
-            format!(
-                "{bad:?} must be an origin as browsers send it: http(s)://host[:port], lower case, no path"
-            ),
-        ));
-    }
-    if raw.allow_methods.is_empty() {
-        return Err(invalid("cors.allow_methods", "lists no method"));
-    }
-    for (list, name) in [
-        (&raw.allow_methods, "allow_methods"),
-        (&raw.allow_headers, "allow_headers"),
-        (&raw.expose_headers, "expose_headers"),
-    ] {
-        if let Some((i, bad)) = list.iter().enumerate().find(|(_, m)| !is_token(m) || *m == "*") {
-            return Err(invalid(
-                &format!("cors.{name}[{i}]"),
-                format!("{bad:?} is not a token ('*' is not supported: list them)"),
-            ));
-        }
-    }
-    if raw.max_age_secs.is_some_and(|age| age > MAX_CORS_AGE_SECS) {
-        return Err(invalid("cors.max_age_secs", format!("must be at most {MAX_CORS_AGE_SECS}")));
-    }
-    let unmatched_preflight_route = match raw.unmatched_preflight.as_deref() {
-        None | Some("deny") => None,
-        Some(aud) => Some(route_index("cors.unmatched_preflight", aud, routes)?),
-    };
-    let lower = |list: Vec<String>| list.into_iter().map(|h| h.to_ascii_lowercase()).collect();
-    Ok(CorsConfig {
-        origins: raw.allow_origins,
-        methods: raw.allow_methods,
-        headers: lower(raw.allow_headers),
-        expose_headers: lower(raw.expose_headers),
-        max_age_secs: raw.max_age_secs,
-        credentials: raw.allow_credentials,
-        unmatched_preflight_route,
-    })
-}
+mod cors;
+mod order;
 
 #[cfg(test)]
 mod tests;

@@ -26,276 +26,16 @@
 //! Nothing here allocates: each key is handed to the caller as it is
 //! validated, with its bytes borrowed from buffers on the stack.
 
-use core::fmt;
+mod error;
+mod model;
+
+pub use error::{JwksError, JwksErrorKind, KidText};
+pub use model::{
+    Alg, Jwk, MAX_DOCUMENT_BYTES, MAX_KID_BYTES, MAX_RSA_BITS, MIN_RSA_BITS, Material, PRIVATE_MEMBERS,
+};
 
 use crate::base64url;
 use crate::json::{RawString, Reader, unescape};
-
-/// The largest document read: providers' sets are a few KiB.
-pub const MAX_DOCUMENT_BYTES: usize = 64 << 10;
-
-/// The longest `kid`, in bytes.
-pub const MAX_KID_BYTES: usize = 200;
-
-/// The smallest RSA modulus accepted, in bits (RFC 7518 section 3.3).
-pub const MIN_RSA_BITS: usize = 2048;
-
-/// The largest RSA modulus accepted, in bits (the worker's widest integer).
-pub const MAX_RSA_BITS: usize = 4096;
-
-/// The private members of RFC 7518 section 6 (6.2.2 for EC and OKP `d`,
-/// 6.3.2 for RSA, 6.4 for a secret's `k`).
-pub const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
-
-/// A public-key algorithm a JWK can be for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Alg {
-    /// RSASSA-PKCS1-v1_5 with SHA-256.
-    Rs256,
-    /// ECDSA on P-256 with SHA-256.
-    Es256,
-    /// EdDSA on Ed25519.
-    EdDsa,
-}
-
-impl Alg {
-    /// The JOSE name (`alg`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Alg::Rs256 => "RS256",
-            Alg::Es256 => "ES256",
-            Alg::EdDsa => "EdDSA",
-        }
-    }
-
-    /// The algorithm a JOSE `alg` names, exactly.
-    pub fn from_name(name: &str) -> Option<Alg> {
-        [Alg::Rs256, Alg::Es256, Alg::EdDsa].into_iter().find(|alg| alg.name() == name)
-    }
-}
-
-/// A validated key's material, in the form each algorithm computes with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Material<'b> {
-    /// RSA: the modulus (big-endian, no leading zero byte) and the exponent.
-    Rsa {
-        /// `n`, 2048 to 4096 bits, odd.
-        modulus: &'b [u8],
-        /// `e`, odd and at least 3.
-        exponent: u64,
-    },
-    /// P-256: the uncompressed SEC1 point `04 || x || y`, on the curve.
-    P256 {
-        /// `04 || x || y`.
-        sec1: [u8; 65],
-    },
-    /// Ed25519: the compressed point, not of small order.
-    Ed25519 {
-        /// RFC 8032 section 5.1.2.
-        public: [u8; 32],
-    },
-}
-
-impl Material<'_> {
-    /// The one algorithm the key verifies.
-    pub fn alg(&self) -> Alg {
-        match self {
-            Material::Rsa { .. } => Alg::Rs256,
-            Material::P256 { .. } => Alg::Es256,
-            Material::Ed25519 { .. } => Alg::EdDsa,
-        }
-    }
-}
-
-/// One validated signing key of a document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Jwk<'b> {
-    /// Its `kid`, decoded.
-    pub kid: &'b str,
-    /// Its material.
-    pub material: Material<'b>,
-}
-
-/// Why a document, or one of its keys, was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JwksError {
-    /// The key, when one key is at fault: its index and its kid (cut short).
-    pub key: Option<(usize, KidText)>,
-    /// What is wrong.
-    pub kind: JwksErrorKind,
-}
-
-/// A member's text as an error message shows it (a kid, a curve, an alg),
-/// cut at [`KidText::MAX`] bytes: errors borrow nothing from the document.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct KidText {
-    bytes: [u8; KidText::MAX],
-    len: u8,
-}
-
-impl KidText {
-    /// The most bytes of a member an error message shows.
-    pub const MAX: usize = 40;
-    const EMPTY: KidText = KidText { bytes: [0; KidText::MAX], len: 0 };
-
-    fn of(text: Option<&str>) -> Option<KidText> {
-        let text = text?;
-        let mut bytes = [0u8; KidText::MAX];
-        let mut len = text.len().min(KidText::MAX);
-        while !text.is_char_boundary(len) {
-            len -= 1;
-        }
-        bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
-        Some(KidText { bytes, len: len as u8 })
-    }
-
-    /// The decoded text of a member, or empty when it does not decode.
-    fn of_member(raw: Option<RawString<'_>>) -> KidText {
-        let mut buf = [0u8; MAX_KID_BYTES];
-        KidText::of(raw.and_then(|raw| text_of(raw, &mut buf))).unwrap_or(KidText::EMPTY)
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
-    }
-}
-
-impl fmt::Debug for KidText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-/// What is wrong with a document or a key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum JwksErrorKind {
-    /// Longer than [`MAX_DOCUMENT_BYTES`].
-    TooLarge(usize),
-    /// Not strict JSON.
-    NotJson,
-    /// Not an object with a `keys` array of objects.
-    NotJwks,
-    /// A key holds these private members: bits of [`PRIVATE_MEMBERS`].
-    PrivateMembers(u8),
-    /// More signing keys than allowed.
-    TooManyKeys(usize),
-    /// No signing key at all.
-    NoSigningKey,
-    /// A member is not a string, or appears twice.
-    BadMember(&'static str),
-    /// A `use` other than `sig` or `enc`, as written.
-    Use(KidText),
-    /// No `kty`.
-    NoKty,
-    /// A secret (`kty` `oct`).
-    Secret,
-    /// A `kty` no algorithm here uses.
-    Kty,
-    /// A required member is missing.
-    Missing(&'static str),
-    /// A member is not base64url.
-    Encoding(&'static str),
-    /// A member decodes to this many bytes, not the length its key needs.
-    Length(&'static str, usize, usize),
-    /// An RSA modulus shorter than [`MIN_RSA_BITS`].
-    RsaTooShort(usize),
-    /// An RSA modulus longer than [`MAX_RSA_BITS`].
-    RsaTooLong(usize),
-    /// An even RSA modulus.
-    EvenModulus,
-    /// An RSA exponent that is even or below 3 (its value), or not below
-    /// 2^64 (`None`).
-    Exponent(Option<u64>),
-    /// An EC curve other than P-256, as written.
-    EcCurve(KidText),
-    /// An OKP curve other than Ed25519, as written.
-    OkpCurve(KidText),
-    /// Not a point on P-256.
-    NotOnCurve,
-    /// An Ed25519 point that does not decompress, or of small order.
-    WeakEd25519,
-    /// `alg` (as written) is not the key type's algorithm.
-    AlgMismatch(KidText, Alg),
-    /// The key's algorithm is not built in.
-    NotBuilt(Alg),
-    /// No `kid`.
-    NoKid,
-    /// A `kid` longer than [`MAX_KID_BYTES`] or with characters it may not hold.
-    BadKid,
-    /// Two keys with one `kid`.
-    DuplicateKid,
-}
-
-impl fmt::Display for JwksError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.key {
-            Some((index, kid)) if !kid.as_str().is_empty() => write!(f, "key {index} (kid {kid:?}) ")?,
-            Some((index, _)) => write!(f, "key {index} ")?,
-            None => {}
-        }
-        match self.kind {
-            JwksErrorKind::TooLarge(n) => {
-                write!(f, "is {n} bytes; a JWKS document may be at most {MAX_DOCUMENT_BYTES} bytes")
-            }
-            JwksErrorKind::NotJson => f.write_str("is not a JWKS document: not strict JSON"),
-            JwksErrorKind::NotJwks => f.write_str("is not a JWKS document: an object with a \"keys\" array"),
-            JwksErrorKind::PrivateMembers(bits) => {
-                f.write_str("holds private key material (")?;
-                let held = PRIVATE_MEMBERS.iter().enumerate().filter(|(i, _)| bits & (1 << i) != 0);
-                for (n, (_, member)) in held.enumerate() {
-                    write!(f, "{}{member:?}", if n == 0 { "" } else { ", " })?;
-                }
-                f.write_str(
-                    "): the document leaked a private key; rotate the key and publish only the public keys (the jwks_uri document)",
-                )
-            }
-            JwksErrorKind::TooManyKeys(max) => write!(f, "holds more than {max} signing keys"),
-            JwksErrorKind::NoSigningKey => f.write_str("holds no signing key this gateway verifies"),
-            JwksErrorKind::BadMember(member) => write!(f, "has a {member:?} that is not one string"),
-            JwksErrorKind::Use(use_) => write!(f, "has use {use_:?}; signing keys have \"sig\""),
-            JwksErrorKind::NoKty => f.write_str("has no kty"),
-            JwksErrorKind::Secret => {
-                f.write_str("is a secret (kty \"oct\"): configure HS256 secrets with env or file")
-            }
-            JwksErrorKind::Kty => f.write_str("has a kty which no algorithm here uses"),
-            JwksErrorKind::Missing(member) => write!(f, "has no {member:?}"),
-            JwksErrorKind::Encoding(member) => write!(f, "has a {member:?} that is not base64url"),
-            JwksErrorKind::Length(member, got, want) => {
-                write!(f, "has a {member:?} of {got} bytes, not {want} bytes")
-            }
-            JwksErrorKind::RsaTooShort(bits) => {
-                write!(f, "is a {bits}-bit RSA key; RS256 needs at least {MIN_RSA_BITS} bits")
-            }
-            JwksErrorKind::RsaTooLong(bits) => {
-                write!(f, "is a {bits}-bit RSA key; at most {MAX_RSA_BITS} bits are supported")
-            }
-            JwksErrorKind::EvenModulus => f.write_str("has an even RSA modulus"),
-            JwksErrorKind::Exponent(Some(e)) => {
-                write!(f, "has RSA exponent {e}; it must be odd and at least 3")
-            }
-            JwksErrorKind::Exponent(None) => {
-                f.write_str("has an RSA exponent wider than 64 bits; it must be odd and at least 3, below 2^64")
-            }
-            JwksErrorKind::EcCurve(crv) => write!(f, "is on curve {crv:?}; ES256 is P-256 only"),
-            JwksErrorKind::OkpCurve(crv) => write!(f, "is on curve {crv:?}; EdDSA here is Ed25519 only"),
-            JwksErrorKind::NotOnCurve => f.write_str("is not a point on P-256"),
-            JwksErrorKind::WeakEd25519 => {
-                f.write_str("is not an Ed25519 point, or one of small order, which verifies forged signatures")
-            }
-            JwksErrorKind::AlgMismatch(given, alg) => {
-                write!(f, "has alg {given:?}, but the key is for {}", alg.name())
-            }
-            JwksErrorKind::NotBuilt(alg) => write!(f, "is {}, which this build does not verify", alg.name()),
-            JwksErrorKind::NoKid => f.write_str("has no kid: tokens could not select it"),
-            JwksErrorKind::BadKid => f.write_str(
-                "has a kid that is longer than 200 bytes or holds characters other than visible ASCII without quotes or backslashes",
-            ),
-            JwksErrorKind::DuplicateKid => f.write_str("has a kid another key of the document has"),
-        }
-    }
-}
 
 /// What the caller allows.
 #[derive(Debug, Clone, Copy)]
@@ -342,19 +82,19 @@ pub fn read(
     for_each_key(document, &mut |index, members, private| match private {
         0 => Ok(()),
         bits => Err(JwksError {
-            key: Some((index, KidText::of_member(members.kid))),
+            key: Some((index, shown(members.kid))),
             kind: JwksErrorKind::PrivateMembers(bits),
         }),
     })?;
     let mut count = 0usize;
     let mut kids: [(usize, usize); 64] = [(0, 0); 64];
     for_each_key(document, &mut |index, members, _| {
-        let error = |kind| JwksError { key: Some((index, KidText::of_member(members.kid))), kind };
+        let error = |kind| JwksError { key: Some((index, shown(members.kid))), kind };
         if let Some(use_) = members.use_ {
             match text_of(use_, &mut [0u8; 8]) {
                 Some("enc") => return Ok(()),
                 Some("sig") => {}
-                _ => return Err(error(JwksErrorKind::Use(KidText::of_member(Some(use_))))),
+                _ => return Err(error(JwksErrorKind::Use(shown(Some(use_))))),
             }
         }
         let mut modulus = [0u8; MAX_RSA_BITS / 8 + 1];
@@ -370,7 +110,7 @@ pub fn read(
         if let Some(alg) = members.alg
             && text_of(alg, &mut [0u8; 8]).and_then(Alg::from_name) != Some(material.alg())
         {
-            return Err(error(JwksErrorKind::AlgMismatch(KidText::of_member(Some(alg)), material.alg())));
+            return Err(error(JwksErrorKind::AlgMismatch(shown(Some(alg)), material.alg())));
         }
         if !limits.built.contains(&material.alg()) {
             return Err(error(JwksErrorKind::NotBuilt(material.alg())));
@@ -412,6 +152,12 @@ fn is_kid(kid: &str) -> bool {
     !kid.is_empty()
         && kid.len() <= MAX_KID_BYTES
         && kid.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// A member's decoded text as an error shows it (empty when it does not decode).
+fn shown(raw: Option<RawString<'_>>) -> KidText {
+    let mut buf = [0u8; MAX_KID_BYTES];
+    KidText::of(raw.and_then(|raw| text_of(raw, &mut buf))).unwrap_or(KidText::EMPTY)
 }
 
 /// The decoded text of a member, when it fits `buf`.
@@ -532,7 +278,7 @@ fn material<'b>(members: &Members<'_>, modulus_buf: &'b mut [u8]) -> Result<Mate
         }
         Some(Some("EC")) => {
             if members.crv.and_then(|c| text_of(c, &mut crv_buf)) != Some("P-256") {
-                return Err(JwksErrorKind::EcCurve(KidText::of_member(members.crv)));
+                return Err(JwksErrorKind::EcCurve(shown(members.crv)));
             }
             let mut sec1 = [4u8; 65];
             let mut coordinate = [0u8; 33];
@@ -547,7 +293,7 @@ fn material<'b>(members: &Members<'_>, modulus_buf: &'b mut [u8]) -> Result<Mate
         }
         Some(Some("OKP")) => {
             if members.crv.and_then(|c| text_of(c, &mut crv_buf)) != Some("Ed25519") {
-                return Err(JwksErrorKind::OkpCurve(KidText::of_member(members.crv)));
+                return Err(JwksErrorKind::OkpCurve(shown(members.crv)));
             }
             let mut coordinate = [0u8; 33];
             let x = bytes_of(members.x, "x", &mut coordinate)?;

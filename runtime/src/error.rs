@@ -8,6 +8,9 @@
 use std::path::PathBuf;
 
 use contract::fields::HostAnswer;
+use wasmtime::Trap;
+
+use crate::limits::MemoryCapExceeded;
 
 /// Why a module could not be loaded, compiled, or accepted.
 #[derive(Debug, thiserror::Error)]
@@ -166,4 +169,19 @@ pub fn one_line(error: &wasmtime::Error) -> String {
         line.push_str(&text);
     }
     line.replace('\n', " ")
+}
+
+/// Turns a wasmtime error from a call into the host's reason.
+pub(crate) fn classify(error: &wasmtime::Error) -> GuestError {
+    if error.chain().any(|c| c.is::<MemoryCapExceeded>()) {
+        return GuestError::MemoryLimit;
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => GuestError::Deadline,
+        Some(trap) => {
+            let text = trap.to_string();
+            GuestError::Trap(text.strip_prefix("wasm trap: ").unwrap_or(&text).to_owned())
+        }
+        None => GuestError::Trap(one_line(error)),
+    }
 }

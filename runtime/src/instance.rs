@@ -16,17 +16,17 @@
 use std::path::Path;
 use std::str::FromStr;
 
-use wasmtime::{Engine, InstancePre, Linker, Memory, Module, ModuleExport, Store, Trap, TypedFunc};
+use wasmtime::{Engine, InstancePre, Linker, Memory, Module, ModuleExport, Store, TypedFunc};
 
 use contract::ABI_VERSION;
 use contract::owned::DecisionBuf;
 
 use crate::engine::{self, EngineOptions, ModuleSource};
-use crate::error::{GuestError, LoadError, one_line};
+use crate::error::{GuestError, LoadError, classify, one_line};
 use crate::exports::Exports;
 use crate::input::{Input, MAX_CONTEXT_LINE};
 use crate::keys::{Keeper, KeyExports, KeySourceBuf, Keys, Verdict};
-use crate::limits::{HostState, MemoryCapExceeded, Ticker};
+use crate::limits::{HostState, Ticker};
 
 /// How instances relate to requests. Parsed from `fresh` or `reuse`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -233,21 +233,6 @@ impl Slot {
         let out_len = self.output_len.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let data = self.memory.data(&self.store);
         data.get(ptr..ptr.saturating_add(out_len)).ok_or(GuestError::BadOutput("output outside memory"))
-    }
-}
-
-/// Turns a wasmtime error from a call into the host's reason.
-pub(crate) fn classify(error: &wasmtime::Error) -> GuestError {
-    if error.chain().any(|c| c.is::<MemoryCapExceeded>()) {
-        return GuestError::MemoryLimit;
-    }
-    match error.downcast_ref::<Trap>() {
-        Some(Trap::Interrupt) => GuestError::Deadline,
-        Some(trap) => {
-            let text = trap.to_string();
-            GuestError::Trap(text.strip_prefix("wasm trap: ").unwrap_or(&text).to_owned())
-        }
-        None => GuestError::Trap(one_line(error)),
     }
 }
 

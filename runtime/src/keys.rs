@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use contract::key_sources::{KeySource, SourceKind};
 use wasmtime::{Memory, Module, ModuleExport, Store, TypedFunc};
 
-use crate::error::{GuestError, LoadError, one_line};
+use crate::error::{GuestError, LoadError, classify, one_line};
 use crate::limits::HostState;
 
 /// The key exports a module that fetches keys has, resolved once.
@@ -140,14 +140,12 @@ impl Keeper {
     ) -> Result<R, GuestError> {
         let func = self.func::<P, R>(export)?;
         self.store.data_mut().cpu.start_call();
-        func.call(&mut self.store, params).map_err(|e| crate::instance::classify(&e))
+        func.call(&mut self.store, params).map_err(|e| classify(&e))
     }
 
     fn output(&mut self) -> Result<Vec<u8>, GuestError> {
-        let ptr =
-            self.output_ptr.call(&mut self.store, ()).map_err(|e| crate::instance::classify(&e))? as usize;
-        let len =
-            self.output_len.call(&mut self.store, ()).map_err(|e| crate::instance::classify(&e))? as usize;
+        let ptr = self.output_ptr.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
+        let len = self.output_len.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let data = self.memory.data(&self.store);
         data.get(ptr..ptr.saturating_add(len))
             .map(<[u8]>::to_vec)

@@ -198,7 +198,7 @@ fn verify<'a>(
     #[cfg(not(runtime_keys))]
     let key = {
         let _ = (now, &keys);
-        header::pick(&token_header, issuer.map_or(&[][..], |(_, issuer)| issuer.keys))?
+        crate::keys::pick(&token_header, issuer.map_or(&[][..], |(_, issuer)| issuer.keys))?
     };
     #[cfg(runtime_keys)]
     let key = &match issuer {
@@ -209,7 +209,7 @@ fn verify<'a>(
                 keys.refresh = u8::try_from(i).ok();
             }
         })?,
-        None => *header::pick(&token_header, &[])?,
+        None => *crate::keys::pick(&token_header, &[])?,
     };
     signature::verify_jws(key, parts.signing_input, parts.signature)?;
     Ok(claims_json)

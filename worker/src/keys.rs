@@ -11,6 +11,8 @@
 
 use core::fmt;
 
+use crate::reject::Rejection;
+
 /// A JWS algorithm this build verifies (RFC 7518 section 3.1, RFC 8037).
 /// Only the algorithms built in exist, so a header naming another one is
 /// refused before any key is looked at.
@@ -128,6 +130,40 @@ impl HmacKey {
     pub const UNKEYED: HmacKey = HmacKey { inner: [0; 8], outer: [0; 8] };
 }
 
+/// A checked JOSE header (`crate::jose::header::check`): the algorithm it
+/// names, one this build verifies, and its `kid` as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenHeader<'a> {
+    /// The algorithm `alg` names.
+    pub alg: Alg,
+    /// The `kid`, escapes not decoded (an escaped kid names no key).
+    pub kid: Option<&'a str>,
+}
+
+/// The key of `keys` a checked header selects: by `kid`, or the only key
+/// when there is one and no `kid`.
+pub fn pick<'k>(
+    header: &TokenHeader<'_>,
+    keys: &'k [VerifyingKey<'k>],
+) -> Result<&'k VerifyingKey<'k>, Rejection> {
+    let key = match (header.kid, keys) {
+        (Some(kid), _) => keys.iter().find(|key| key.kid() == kid).ok_or(Rejection::UnknownKey)?,
+        (None, [only]) => only,
+        (None, _) => return Err(Rejection::KeyIdRequired),
+    };
+    agree(header, key)?;
+    Ok(key)
+}
+
+/// The key decides the algorithm; the header only has to agree with it
+/// (RFC 8725 section 3.1): an HS256 header never reaches an RSA key.
+pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rejection> {
+    match key.alg() == header.alg {
+        true => Ok(()),
+        false => Err(Rejection::UnsupportedAlgorithm),
+    }
+}
+
 #[cfg(runtime_keys)]
 mod fetched;
 #[cfg(runtime_keys)]
@@ -154,12 +190,12 @@ impl FetchedKeys {
     /// The key for a checked header among the issuer's compiled keys.
     pub fn select<'k>(
         &'k self,
-        token: &crate::jose::header::TokenHeader<'_>,
+        token: &TokenHeader<'_>,
         _index: usize,
         issuer: &'k crate::config::Issuer<'k>,
         _now: u64,
-    ) -> Result<VerifyingKey<'k>, crate::reject::Rejection> {
-        crate::jose::header::pick(token, issuer.keys).copied()
+    ) -> Result<VerifyingKey<'k>, Rejection> {
+        pick(token, issuer.keys).copied()
     }
 }
 

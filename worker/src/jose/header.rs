@@ -9,7 +9,8 @@
 //! case-insensitively, and `crit` is refused because this gateway understands
 //! no extension (RFC 7515 section 4.1.11). `kid` selects the key; without
 //! one, a gateway with a single key uses it. Headers such as `jku` or `x5u`
-//! are ignored: keys come only from the compiled-in table, never from a token.
+//! are ignored: keys come only from the config or the issuer's fetched
+//! JWKS ([`crate::keys`]), never from a token.
 //!
 //! The header is read in one strict pass with [`crate::jose::json::Reader`]: strict
 //! RFC 8259, nested at most 16 deep, unknown members checked and skipped, and
@@ -21,7 +22,7 @@
 //! names no key: one spelling per value.
 
 use crate::jose::json::{self, Reader};
-use crate::keys::{Alg, VerifyingKey};
+use crate::keys::{self, Alg, TokenHeader, VerifyingKey};
 use crate::reject::Rejection;
 
 /// The header members the gateway reads, their values as written (escapes
@@ -69,16 +70,6 @@ fn read(json: &[u8]) -> Option<RawHeader<'_>> {
     reader.at_end().then_some(header)
 }
 
-/// A checked JOSE header: the algorithm it names, one this build verifies,
-/// and its `kid` as written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TokenHeader<'a> {
-    /// The algorithm `alg` names.
-    pub alg: Alg,
-    /// The `kid`, escapes not decoded (an escaped kid names no key).
-    pub kid: Option<&'a str>,
-}
-
 /// Checks the decoded header JSON: strict, an `alg` this build verifies, a
 /// `typ` of a JWT, no `crit`.
 pub fn check(header_json: &[u8]) -> Result<TokenHeader<'_>, Rejection> {
@@ -102,31 +93,7 @@ pub fn select_key<'c>(
     header_json: &[u8],
     keys: &'c [VerifyingKey<'c>],
 ) -> Result<&'c VerifyingKey<'c>, Rejection> {
-    pick(&check(header_json)?, keys)
-}
-
-/// The key of `keys` a checked header selects: by `kid`, or the only key
-/// when there is one and no `kid`.
-pub fn pick<'k>(
-    header: &TokenHeader<'_>,
-    keys: &'k [VerifyingKey<'k>],
-) -> Result<&'k VerifyingKey<'k>, Rejection> {
-    let key = match (header.kid, keys) {
-        (Some(kid), _) => keys.iter().find(|key| key.kid() == kid).ok_or(Rejection::UnknownKey)?,
-        (None, [only]) => only,
-        (None, _) => return Err(Rejection::KeyIdRequired),
-    };
-    agree(header, key)?;
-    Ok(key)
-}
-
-/// The key decides the algorithm; the header only has to agree with it
-/// (RFC 8725 section 3.1): an HS256 header never reaches an RSA key.
-pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rejection> {
-    match key.alg() == header.alg {
-        true => Ok(()),
-        false => Err(Rejection::UnsupportedAlgorithm),
-    }
+    keys::pick(&check(header_json)?, keys)
 }
 
 #[cfg(test)]

@@ -21,8 +21,7 @@ use core::fmt;
 use gateway_jose::jwks::{self, JwksError, MAX_KID_BYTES, Material};
 
 use crate::config::{Config, Issuer};
-use crate::jose::header::{self, TokenHeader};
-use crate::keys::VerifyingKey;
+use crate::keys::{TokenHeader, VerifyingKey, agree, pick};
 use crate::reject::Rejection;
 
 /// The largest document a host may hand over.
@@ -207,11 +206,11 @@ impl FetchedKeys {
         now: u64,
     ) -> Result<VerifyingKey<'k>, Rejection> {
         let Some(fetch) = issuer.fetch else {
-            return header::pick(token, issuer.keys).copied();
+            return pick(token, issuer.keys).copied();
         };
         let kid = token.kid.ok_or(Rejection::KeyIdRequired)?;
         if let Some(key) = issuer.keys.iter().find(|key| key.kid() == kid) {
-            header::agree(token, key)?;
+            agree(token, key)?;
             return Ok(*key);
         }
         let installed_at = self.installed_at.get(index).copied().flatten();
@@ -223,7 +222,7 @@ impl FetchedKeys {
             .find(|slot| usize::from(slot.issuer) == index && slot.kid() == kid.as_bytes())
             .ok_or(Rejection::UnknownKey)?;
         let key = slot.verifying_key().ok_or(Rejection::UnknownKey)?;
-        header::agree(token, &key)?;
+        agree(token, &key)?;
         Ok(key)
     }
 }
