@@ -10,8 +10,12 @@
 //! never decides differently from a miss. A rejected token is never cached.
 //!
 //! Lookup: a hash of the token finds the candidate, and a constant-time
-//! comparison of the whole token (`subtle`) confirms it, so the time a
-//! lookup takes does not tell how much of a cached token a guess matched.
+//! comparison (`subtle`) confirms it, so the time a lookup takes does not
+//! tell how much of a cached token a guess matched: of the whole token, for
+//! one of at most [`CACHED_TOKEN_CAPACITY`] bytes (the service tokens), or
+//! of the SHA-256 digest of the whole token, for a longer one (an identity
+//! provider's RS256 token is about a kilobyte): a collision of SHA-256 would
+//! be needed to pass for a cached token.
 //! The entries are bound to the key table they were verified with: another
 //! table (a native caller switching configs), or another generation of the
 //! keys fetched at run time, empties the cache.
@@ -28,14 +32,27 @@ use crate::config::Issuer;
 /// How many tokens an instance remembers.
 pub const ENTRIES: usize = 16;
 
-/// The longest token the cache keeps (today's token limit; kept apart from
-/// it so that a larger limit does not grow every instance's memory).
+/// The longest token the cache keeps as it is; a longer one is kept as its
+/// SHA-256 digest.
 pub const CACHED_TOKEN_CAPACITY: usize = 256;
 
-/// The longest claims JSON such a token can carry.
-const CLAIMS_CAPACITY: usize = CACHED_TOKEN_CAPACITY * 3 / 4;
+/// The longest claims JSON an entry keeps: what the module's longest token
+/// can carry (three quarters of it), at most 1.5 KiB, so a module of the
+/// default 256-byte tokens keeps its 7.5 KiB cache and one of identity
+/// providers' tokens (`max_token_bytes = 2048`) a 28 KiB one.
+const CLAIMS_CAPACITY: usize = {
+    let most = crate::config::MAX_TOKEN_BYTES * 3 / 4;
+    let floor = CACHED_TOKEN_CAPACITY * 3 / 4;
+    if most < floor {
+        floor
+    } else if most > 1536 {
+        1536
+    } else {
+        most
+    }
+};
 
-/// The cache itself (about 7.5 KiB). The index comes first and the entries
+/// The cache itself (about 7.5 KiB by default). The index comes first and the entries
 /// last (`repr(C)`): a fresh instance's lookup and first sighting read and
 /// write the index alone, so they touch one page, not eight.
 #[repr(C)]
@@ -87,14 +104,20 @@ impl TokenCache {
         }
         let hash = hash(token);
         let entry = &self.entries[self.hashes.iter().position(|&h| h == hash)?];
-        let cached = entry.token.get(..entry.token_len)?;
-        bool::from(cached.ct_eq(token)).then(|| &entry.claims[..entry.claims_len])
+        if entry.token_len != token.len() {
+            return None;
+        }
+        let same = match kept(token) {
+            Kept::Bytes(bytes) => entry.token.get(..bytes.len())?.ct_eq(bytes),
+            Kept::Digest(digest) => entry.token[..32].ct_eq(&digest),
+        };
+        bool::from(same).then(|| &entry.claims[..entry.claims_len])
     }
 
     /// Records that `token`'s header and signature checked out under `keys`
     /// and that its payload decoded to `claims`.
     pub fn insert(&mut self, token: &[u8], claims: &[u8], keys: &[Issuer<'_>], generation: u32) {
-        if token.is_empty() || token.len() > CACHED_TOKEN_CAPACITY || claims.len() > CLAIMS_CAPACITY {
+        if token.is_empty() || claims.len() > CLAIMS_CAPACITY {
             return;
         }
         if self.keys != identity(keys, generation) {
@@ -112,7 +135,10 @@ impl TokenCache {
         let slot = self.next;
         self.next = (slot + 1) % ENTRIES;
         let entry = &mut self.entries[slot];
-        entry.token[..token.len()].copy_from_slice(token);
+        match kept(token) {
+            Kept::Bytes(bytes) => entry.token[..bytes.len()].copy_from_slice(bytes),
+            Kept::Digest(digest) => entry.token[..32].copy_from_slice(&digest),
+        }
         entry.token_len = token.len();
         entry.claims[..claims.len()].copy_from_slice(claims);
         entry.claims_len = claims.len();
@@ -150,8 +176,27 @@ fn identity(keys: &[Issuer<'_>], generation: u32) -> Identity {
     }
 }
 
+/// What an entry keeps of a token: the token, or its digest when longer
+/// than [`CACHED_TOKEN_CAPACITY`].
+enum Kept<'t> {
+    Bytes(&'t [u8]),
+    Digest([u8; 32]),
+}
+
+fn kept(token: &[u8]) -> Kept<'_> {
+    // A module whose tokens all fit keeps no digest code: the branch folds
+    // away (its tokens are never longer than its config's limit; a native
+    // embedder's configs may be longer).
+    let all_fit = cfg!(target_arch = "wasm32") && crate::config::MAX_TOKEN_BYTES <= CACHED_TOKEN_CAPACITY;
+    if all_fit || token.len() <= CACHED_TOKEN_CAPACITY {
+        return Kept::Bytes(token);
+    }
+    use sha2::Digest as _;
+    Kept::Digest(sha2::Sha256::digest(token).into())
+}
+
 /// A fast hash of the token, 8 bytes at a time (only to find the candidate;
-/// the whole token is compared after it).
+/// the whole token or its digest is compared after it).
 fn hash(token: &[u8]) -> u64 {
     let (words, tail) = token.as_chunks::<8>();
     let mut last = [0u8; 8];
@@ -216,10 +261,27 @@ mod tests {
         }
         assert_eq!(cache.claims(tokens[0].as_bytes(), KEYS, 0), None);
         assert!(tokens[1..].iter().all(|t| cache.claims(t.as_bytes(), KEYS, 0).is_some()));
-        let long = [b'a'; CACHED_TOKEN_CAPACITY + 1];
-        twice(&mut cache, &long, b"{}");
-        assert_eq!(cache.claims(&long, KEYS, 0), None);
         twice(&mut cache, b"a.b.c", &[b' '; CLAIMS_CAPACITY + 1]);
         assert_eq!(cache.claims(b"a.b.c", KEYS, 0), None);
+    }
+
+    /// An identity provider's token, longer than the bytes an entry keeps,
+    /// is kept as its digest: found again, and no other token of its length
+    /// passes for it, however much of it matches.
+    #[test]
+    fn long_tokens_are_kept_as_their_digest() {
+        let mut cache = std::boxed::Box::new(TokenCache::new());
+        let long: std::vec::Vec<u8> = (0..1200u32).map(|i| b'a' + (i % 26) as u8).collect();
+        twice(&mut cache, &long, b"{\"sub\":\"alice\"}");
+        assert_eq!(cache.claims(&long, KEYS, 0), Some(&b"{\"sub\":\"alice\"}"[..]));
+        for at in [0, 255, 256, 700, 1199] {
+            let mut other = long.clone();
+            other[at] ^= 1;
+            assert_eq!(cache.claims(&other, KEYS, 0), None, "byte {at}");
+        }
+        assert_eq!(cache.claims(&long[..1199], KEYS, 0), None);
+        // The short tokens still compare byte for byte.
+        twice(&mut cache, b"a.b.c", b"{}");
+        assert_eq!(cache.claims(b"a.b.c", KEYS, 0), Some(&b"{}"[..]));
     }
 }
