@@ -134,13 +134,15 @@ echo "  kernels (benches/wasm-kernels)"
 cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml --target wasm32-unknown-unknown \
   --target-dir "$variants/build-kernels"
 cp "$variants/build-kernels/wasm32-unknown-unknown/release/wasm_kernels.wasm" "$variants/wasm_kernels.wasm.kernel"
-# The fetched-keys comparison (bench-tool paired): the same four RS256 keys
-# compiled in and fetched at run time, every algorithm built into both
-# (target/bench-keys, apart from the size table's variants).
+# The modules of other configs (target/bench-configs, apart from the size
+# table's variants), for bench-tool paired: the same four RS256 keys compiled
+# in and fetched at run time (every algorithm built into both), and
+# gateway.toml with 20 rules.
 for keys in compiled fetched; do
   GATEWAY_CONFIG=benches/configs/keys-$keys.toml WORKER_FEATURES=rs256,es256,eddsa \
-    WASM_OUT="target/bench-keys/keys-$keys.wasm" bash build/worker.sh >/dev/null
+    WASM_OUT="target/bench-configs/keys-$keys.wasm" bash build/worker.sh >/dev/null
 done
+GATEWAY_CONFIG=benches/configs/rules-20.toml WASM_OUT=target/bench-configs/rules-20.wasm bash build/worker.sh >/dev/null
 ls -l "$variants"/*.wasm | awk '{print "  " $5 "\t" $9}'
 for f in "$variants"/*.wasm; do
   printf '%s %s %s\n' "$(basename "$f" .wasm)" "$(stat -c %s "$f")" "$(gzip -9c "$f" | wc -c)"

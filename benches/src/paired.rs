@@ -122,8 +122,15 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
     corpus::check_native();
     let heads = corpus::heads(&corpus::mix());
     let mut all = BTreeMap::new();
-    if only == Some("fetched_keys") {
-        fetched_keys(&mut all);
+    if let Some(only) = only {
+        match only {
+            "fetched_keys" => fetched_keys(&mut all),
+            "rules" => rules(&mut all, &heads),
+            other => {
+                eprintln!("error: --only {other:?}: fetched_keys or rules");
+                return std::process::ExitCode::FAILURE;
+            }
+        }
         std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
         eprintln!("wrote {}", path.display());
         return std::process::ExitCode::SUCCESS;
@@ -176,6 +183,7 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
     kernels(&mut all);
     native_hmac(&mut all);
     fetched_keys(&mut all);
+    rules(&mut all, &heads);
 
     std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
     eprintln!("wrote {}", path.display());
@@ -253,6 +261,33 @@ fn native_hmac(all: &mut BTreeMap<String, f64>) {
                     let _ = black_box(mac.verify_slice(&[0u8; 32]));
                 }),
             ),
+        ],
+    );
+}
+
+/// A module of another config than gateway.toml, built by `benches/run.sh` step 1.
+fn config_module(name: &str) -> std::path::PathBuf {
+    existing(&gateway_benches::paths::root().join("target/bench-configs").join(name))
+}
+
+/// The request mix with 20 rules that none of its paths match (every
+/// request tried against all 20, decided as without rules) against the
+/// shipped module without rules, reused and fresh.
+fn rules(all: &mut BTreeMap<String, f64>, heads: &[Vec<u8>]) {
+    let none = Setup::Deadline.load_module(&existing(&variants_path(&format!("{SHIPPED}.wasm"))));
+    let twenty = Setup::Deadline.load_module(&config_module("rules-20.wasm"));
+    compare(
+        all,
+        vec![
+            reuse(id("interleaved/rules_reuse", "none"), &none, heads),
+            reuse(id("interleaved/rules_reuse", "twenty"), &twenty, heads),
+        ],
+    );
+    compare(
+        all,
+        vec![
+            fresh(id("interleaved/rules_fresh", "none"), &none, heads),
+            fresh(id("interleaved/rules_fresh", "twenty"), &twenty, heads),
         ],
     );
 }

@@ -300,3 +300,15 @@ pub(super) fn fetched_keys(v: &mut Values, r: &Results) {
     }
     v.set("fetched_keys_install_table", install.to_markdown());
 }
+
+/// The request mix with 20 rules against none (interleaved).
+pub(super) fn rules(v: &mut Values, r: &Results) {
+    let mut table =
+        Table::new([left("instance"), right("no rules"), right("20 rules"), right("the rules cost")]);
+    for (label, group) in [("reused", "interleaved/rules_reuse"), ("fresh", "interleaved/rules_fresh")] {
+        let none = r.get(id(group, "none"));
+        let twenty = r.get(id(group, "twenty"));
+        table.row([label.into(), to(none), to(twenty), cost(twenty, none)]);
+    }
+    v.set("rules_table", table.to_markdown());
+}

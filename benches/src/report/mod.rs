@@ -139,6 +139,7 @@ pub fn render(r: &Results) -> Result<String, ReportError> {
     hosts::http(&mut v, r);
     hosts::sizes(&mut v, r);
     hosts::fetched_keys(&mut v, r);
+    hosts::rules(&mut v, r);
     let missing = r.take_missing();
     if !missing.is_empty() {
         return Err(ReportError::Missing(missing));
