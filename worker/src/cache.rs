@@ -12,10 +12,11 @@
 //! Lookup: a hash of the token finds the candidate, and a constant-time
 //! comparison (`subtle`) confirms it, so the time a lookup takes does not
 //! tell how much of a cached token a guess matched: of the whole token, for
-//! one of at most [`CACHED_TOKEN_CAPACITY`] bytes (the service tokens), or
-//! of the SHA-256 digest of the whole token, for a longer one (an identity
-//! provider's RS256 token is about a kilobyte): a collision of SHA-256 would
-//! be needed to pass for a cached token.
+//! one of at most [`CACHED_TOKEN_CAPACITY`] bytes (the service tokens), or,
+//! in a module with a public-key algorithm, of the SHA-256 digest of the
+//! whole token, for a longer one (an identity provider's RS256 token is
+//! about a kilobyte): a collision of SHA-256 would be needed to pass for a
+//! cached token.
 //! The entries are bound to the key table they were verified with: another
 //! table (a native caller switching configs), or another generation of the
 //! keys fetched at run time, empties the cache.
@@ -107,7 +108,7 @@ impl TokenCache {
         if entry.token_len != token.len() {
             return None;
         }
-        let same = match kept(token) {
+        let same = match kept(token)? {
             Kept::Bytes(bytes) => entry.token.get(..bytes.len())?.ct_eq(bytes),
             Kept::Digest(digest) => entry.token[..32].ct_eq(&digest),
         };
@@ -120,6 +121,7 @@ impl TokenCache {
         if token.is_empty() || claims.len() > CLAIMS_CAPACITY {
             return;
         }
+        let Some(kept) = kept(token) else { return };
         if self.keys != identity(keys, generation) {
             // Forget every entry: an entry is empty while its hash is 0.
             self.hashes = [0; ENTRIES];
@@ -135,7 +137,7 @@ impl TokenCache {
         let slot = self.next;
         self.next = (slot + 1) % ENTRIES;
         let entry = &mut self.entries[slot];
-        match kept(token) {
+        match kept {
             Kept::Bytes(bytes) => entry.token[..bytes.len()].copy_from_slice(bytes),
             Kept::Digest(digest) => entry.token[..32].copy_from_slice(&digest),
         }
@@ -183,16 +185,22 @@ enum Kept<'t> {
     Digest([u8; 32]),
 }
 
-fn kept(token: &[u8]) -> Kept<'_> {
+/// What an entry keeps of `token`; `None` when the module keeps no digest
+/// and the token is too long to keep.
+///
+/// Only a module with a public-key algorithm keeps digests: an HS256
+/// token's digest costs about what verifying it does (both hash the whole
+/// token once), so caching it would save nothing.
+fn kept(token: &[u8]) -> Option<Kept<'_>> {
+    if token.len() <= CACHED_TOKEN_CAPACITY {
+        return Some(Kept::Bytes(token));
+    }
     // A module whose tokens all fit keeps no digest code: the branch folds
     // away (its tokens are never longer than its config's limit; a native
     // embedder's configs may be longer).
     let all_fit = cfg!(target_arch = "wasm32") && crate::config::MAX_TOKEN_BYTES <= CACHED_TOKEN_CAPACITY;
-    if all_fit || token.len() <= CACHED_TOKEN_CAPACITY {
-        return Kept::Bytes(token);
-    }
-    use sha2::Digest as _;
-    Kept::Digest(sha2::Sha256::digest(token).into())
+    let asymmetric = cfg!(any(feature = "rs256", feature = "es256", feature = "eddsa"));
+    (asymmetric && !all_fit).then(|| Kept::Digest(crate::jose::signature::sha256(token)))
 }
 
 /// A fast hash of the token, 8 bytes at a time (only to find the candidate;
@@ -268,6 +276,7 @@ mod tests {
     /// An identity provider's token, longer than the bytes an entry keeps,
     /// is kept as its digest: found again, and no other token of its length
     /// passes for it, however much of it matches.
+    #[cfg(any(feature = "rs256", feature = "es256", feature = "eddsa"))]
     #[test]
     fn long_tokens_are_kept_as_their_digest() {
         let mut cache = std::boxed::Box::new(TokenCache::new());

@@ -56,17 +56,34 @@ pub fn verify(key: &HmacKey, signing_input: &[u8], signature: &[u8; 32]) -> Resu
     if bool::from(tag.ct_eq(signature)) { Ok(()) } else { Err(Rejection::BadSignature) }
 }
 
+/// SHA-256's initial state (FIPS 180-4 section 5.3.3).
+const SHA256_IV: [u32; 8] =
+    [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+
+/// The SHA-256 of `message`, on the compression function HMAC already
+/// uses (the cache keeps long tokens by it; `sha2`'s `Digest` would add its
+/// buffering code to the module).
+pub fn sha256(message: &[u8]) -> [u8; 32] {
+    finish_after(SHA256_IV, 0, message)
+}
+
 /// Finishes a SHA-256 whose first 64-byte block is already in `state`:
 /// absorbs `message` and the padding (a 1 bit, zeros, the length in bits
 /// including the first block, big-endian), and returns the digest.
-fn finish(mut state: [u32; 8], message: &[u8]) -> [u8; 32] {
+fn finish(state: [u32; 8], message: &[u8]) -> [u8; 32] {
+    finish_after(state, 64, message)
+}
+
+/// Finishes a SHA-256 that has absorbed `absorbed` bytes (whole blocks)
+/// into `state`: `message`, the padding and the total length.
+fn finish_after(mut state: [u32; 8], absorbed: u64, message: &[u8]) -> [u8; 32] {
     let (blocks, tail) = message.as_chunks::<64>();
     compress256(&mut state, blocks);
     let mut last = [0u8; 128];
     last[..tail.len()].copy_from_slice(tail);
     last[tail.len()] = 0x80;
     let end = if tail.len() < 56 { 64 } else { 128 };
-    let bits = (64 + message.len() as u64) * 8;
+    let bits = (absorbed + message.len() as u64) * 8;
     last[end - 8..end].copy_from_slice(&bits.to_be_bytes());
     compress256(&mut state, last[..end].as_chunks::<64>().0);
     let mut digest = [0u8; 32];
@@ -79,6 +96,15 @@ fn finish(mut state: [u32; 8], message: &[u8]) -> [u8; 32] {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn sha256_agrees_with_the_sha2_crate_at_every_padding_boundary() {
+        use sha2::Digest as _;
+        for len in (0..200).chain([447, 448, 1000, 1024, 2048]) {
+            let message: std::vec::Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert_eq!(sha256(&message), <[u8; 32]>::from(sha2::Sha256::digest(&message)), "{len} bytes");
+        }
+    }
 
     /// The key states of a raw key, as the build computes them.
     pub(crate) fn keyed(secret: &[u8]) -> HmacKey {
