@@ -9,7 +9,7 @@
 
 use std::sync::OnceLock;
 
-use gateway_security::{Gateway, Native, config, fields_of, mint_fixture};
+use testkit::gateway::{Gateway, Native, config, fields_of, mint_fixture};
 use libfuzzer_sys::fuzz_target;
 
 /// A token for `orders` with subject `alice`, valid at the fuzzer's clock.

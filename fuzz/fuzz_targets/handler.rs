@@ -6,7 +6,7 @@
 //! values included), then the request head.
 #![no_main]
 
-use gateway_security::{Gateway, HEAD_CAPACITY, Native};
+use testkit::gateway::{Gateway, HEAD_CAPACITY, Native};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
     }
     if decision.status == 200 {
         // A forward needs a token signed with the gateway's key.
-        assert!(gateway_security::bearer_token_of(head).is_some_and(gateway_security::signed_by_fixture_key));
+        assert!(testkit::gateway::bearer_token_of(head).is_some_and(testkit::gateway::signed_by_fixture_key));
     }
     // The same request in a reused instance gets the same answer.
     assert_eq!(gateway.decide(head, now), decision);

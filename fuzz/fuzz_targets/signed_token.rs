@@ -4,7 +4,7 @@
 //! header, claims, time and route checks.
 #![no_main]
 
-use gateway_security::{Gateway, NOW, Native, Verdict, bearer_request, config, fixture_secret, mint};
+use testkit::gateway::{Gateway, NOW, Native, Verdict, bearer_request, config, fixture_secret, mint};
 use libfuzzer_sys::fuzz_target;
 
 /// The members a forward depends on; the others are skipped unread.

@@ -2,7 +2,7 @@
 //! `Authorization: Bearer` header, at a fixed clock.
 #![no_main]
 
-use gateway_security::{
+use testkit::gateway::{
     Gateway, NOW, Native, authorization_request, bearer_token_of, config, signed_by_fixture_key,
 };
 use libfuzzer_sys::fuzz_target;

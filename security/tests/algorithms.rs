@@ -628,7 +628,7 @@ fn der_of(sig: &[u8]) -> Vec<u8> {
 fn per_token_time() {
     use std::time::Instant;
     let rounds = 2_000;
-    let hs = gateway_security::mint_fixture(
+    let hs = testkit::gateway::mint_fixture(
         r#"{"alg":"HS256","kid":"fixture"}"#,
         &serde_json::json!({"iss": ISSUER, "aud": "orders", "sub": "user-1", "exp": NOW + 600}).to_string(),
     );
@@ -705,7 +705,7 @@ fn per_request_time_in_wasmtime() {
     let mut kinds: Vec<(String, Vec<String>)> = vec![(
         "HS256".to_owned(),
         (0..rounds)
-            .map(|i| gateway_security::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &claims(i)))
+            .map(|i| testkit::gateway::mint_fixture(r#"{"alg":"HS256","kid":"fixture"}"#, &claims(i)))
             .collect(),
     )];
     for signer in signers() {

@@ -12,7 +12,7 @@
 
 mod common;
 
-use gateway_security::{
+use testkit::gateway::{
     Gateway as _, HEAD_CAPACITY, NOW, Verdict, authorization_request, b64, bearer_request, mint,
     mint_fixture, sign,
 };
@@ -80,7 +80,7 @@ fn good_token() -> String {
 
 /// The fixture's `max_token_bytes`.
 fn max_token_bytes() -> usize {
-    gateway_security::config().max_token_bytes
+    testkit::gateway::config().max_token_bytes
 }
 
 /// The three parts of the good token.
@@ -281,7 +281,7 @@ fn corpus() -> Vec<Case> {
         bearer(&mint(
             b"{\"alg\":\"HS256\",\"kid\":\"fixture\0\"}",
             good_claims().as_bytes(),
-            gateway_security::fixture_secret(),
+            testkit::gateway::fixture_secret(),
         )),
         Reject(MalformedHeader),
     );
@@ -563,7 +563,7 @@ fn corpus() -> Vec<Case> {
     bad_utf8[at] = 0xff;
     add(
         "sub with an invalid UTF-8 byte",
-        bearer(&mint(HEADER.as_bytes(), &bad_utf8, gateway_security::fixture_secret())),
+        bearer(&mint(HEADER.as_bytes(), &bad_utf8, testkit::gateway::fixture_secret())),
         Reject(MalformedClaims),
     );
     add(
@@ -571,7 +571,7 @@ fn corpus() -> Vec<Case> {
         bearer(&mint(
             "\u{feff}{\"alg\":\"HS256\"}".as_bytes(),
             good_claims().as_bytes(),
-            gateway_security::fixture_secret(),
+            testkit::gateway::fixture_secret(),
         )),
         Reject(MalformedHeader),
     );
@@ -815,7 +815,7 @@ fn corpus() -> Vec<Case> {
         bearer(&mint(
             br#"{"alg":"HS256","zip":"DEF"}"#,
             [0x78, 0x9c, 0xab, 0xae, 0x05, 0x00],
-            gateway_security::fixture_secret(),
+            testkit::gateway::fixture_secret(),
         )),
         Reject(MalformedClaims),
     );
@@ -995,7 +995,7 @@ fn corpus() -> Vec<Case> {
         let nested = claims_with(&format!(r#","x":{}{}"#, "[".repeat(levels), "]".repeat(levels)));
         add(
             &format!("{levels} nested arrays in a claim"),
-            bearer(&mint(br#"{"alg":"HS256"}"#, nested.as_bytes(), gateway_security::fixture_secret())),
+            bearer(&mint(br#"{"alg":"HS256"}"#, nested.as_bytes(), testkit::gateway::fixture_secret())),
             expect,
         );
     }
@@ -1145,7 +1145,7 @@ fn pad_head(head: &[u8], len: usize) -> Vec<u8> {
 fn expected_verdict(case: &Case) -> Verdict {
     match &case.expect {
         Expect::Forward(aud, subject) => {
-            let route = gateway_security::config().routes.iter().find(|r| r.audience == *aud).unwrap();
+            let route = testkit::gateway::config().routes.iter().find(|r| r.audience == *aud).unwrap();
             let upstream = format!("{}{}{}", route.origin, route.base_path, target_of(&case.head));
             Verdict::Forward { upstream, subject: (*subject).to_owned() }
         }
@@ -1277,7 +1277,7 @@ fn the_build_refuses_weak_keys() {
 
 #[test]
 fn the_signing_key_is_never_in_an_answer() {
-    let secret = String::from_utf8_lossy(gateway_security::fixture_secret()).into_owned();
+    let secret = String::from_utf8_lossy(testkit::gateway::fixture_secret()).into_owned();
     for mut gateway in common::gateways() {
         for case in corpus() {
             let shown = gateway.decide(&case.head, case.now).shown();
@@ -1302,7 +1302,7 @@ fn write_fuzz_seeds() {
         let mut seed = case.now.to_le_bytes().to_vec();
         seed.extend_from_slice(&case.head);
         write("handler", format!("attack-{i:04}"), &seed);
-        let Some(token) = gateway_security::bearer_token_of(&case.head) else { continue };
+        let Some(token) = testkit::gateway::bearer_token_of(&case.head) else { continue };
         // token: the credentials.
         write("token", format!("attack-{i:04}"), token);
         // signed_token: header JSON, 0xFF, claims JSON.
@@ -1407,7 +1407,7 @@ fn write_http_corpus() {
     let Some(out) = std::env::var_os("ATTACK_CORPUS_OUT") else { return };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     CORPUS_NOW.with(|clock| clock.set(now));
-    let mut native = gateway_security::Native::new();
+    let mut native = testkit::gateway::Native::new();
     let mut verdict_at = |head: &[u8], t: u64| native.decide(head, t as f64).verdict().unwrap();
     let (mut lines, mut kept, mut left) = (String::new(), 0, 0);
     for case in corpus() {
@@ -1418,7 +1418,7 @@ fn write_http_corpus() {
         let expect = match expected_verdict(&case) {
             Verdict::Forward { subject, .. } => {
                 let Expect::Forward(aud, _) = case.expect else { unreachable!() };
-                let route = gateway_security::config().routes.iter().find(|r| r.audience == aud).unwrap();
+                let route = testkit::gateway::config().routes.iter().find(|r| r.audience == aud).unwrap();
                 let subject = (!subject.is_empty()).then_some(subject);
                 serde_json::json!({ "forwarded": { "origin": route.origin, "subject": subject } })
             }
@@ -1426,7 +1426,7 @@ fn write_http_corpus() {
                 serde_json::json!({ "refused": { "status": r.status(), "reason": r.reason() } })
             }
         };
-        let canonical = gateway_security::bearer_token_of(&case.head).is_some_and(|token| {
+        let canonical = testkit::gateway::bearer_token_of(&case.head).is_some_and(|token| {
             token.iter().all(|&b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
                 && case.head == bearer_request(&String::from_utf8_lossy(token))
         });

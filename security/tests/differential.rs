@@ -62,7 +62,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use gateway_security::{Verdict, bearer_request, config, fixture_secret, mint, sign};
+use testkit::gateway::{Verdict, bearer_request, config, fixture_secret, mint, sign};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;

@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use gateway_security::mint_fixture;
+use testkit::gateway::mint_fixture;
 
 /// How long a client waits for any answer before calling the server hung.
 const GIVE_UP: Duration = Duration::from_secs(20);
@@ -74,7 +74,7 @@ fn upstream(heads: Sender<String>) -> SocketAddr {
 /// Starts `host-sim serve` on port 0 and reads the address it prints.
 fn start() -> Option<Server> {
     let bin = root().join("target/release/host-sim");
-    let module = gateway_security::fixture_wasm();
+    let module = testkit::gateway::fixture_wasm();
     if !bin.exists() || !module.exists() {
         let required = std::env::var_os("REQUIRE_HOST_SIM").is_some_and(|v| v == "1");
         assert!(!required, "{} or {} is missing", bin.display(), module.display());
@@ -152,7 +152,7 @@ fn head_with(extra: Option<&str>, fields: &str) -> Vec<u8> {
     if let Some(extra) = extra {
         let claims = format!(
             r#"{{"iss":"https://issuer.test","aud":"orders","exp":{}{extra}}}"#,
-            gateway_security::NOW + 10_000_000_000
+            testkit::gateway::NOW + 10_000_000_000
         );
         let token = mint_fixture(r#"{"alg":"HS256","typ":"JWT","kid":"fixture"}"#, &claims);
         head.extend_from_slice(format!("Authorization: Bearer {token}\r\n").as_bytes());

@@ -4,13 +4,13 @@
 
 use std::path::PathBuf;
 
-use gateway_security::{Decision, Gateway, Native};
+use testkit::gateway::{Decision, Gateway, Native};
 use runtime::{EngineOptions, ModuleSource};
 use runtime::{Reusable, Runtime};
 
 /// The module built from the test fixture by `make fixture`.
 pub fn module_path() -> PathBuf {
-    gateway_security::fixture_wasm()
+    testkit::gateway::fixture_wasm()
 }
 
 /// Every gateway the corpus runs through: the real module in wasmtime (a
