@@ -243,7 +243,7 @@ export async function waitForPort(proc, port, what, timeoutMs = 60000) {
 function workerdConfigFor(wasm) {
   if (wasm === WASM) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
-  for (const file of ["worker.mjs", "gateway.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
   const config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
   writeFileSync(join(dir, "config.capnp"), config);

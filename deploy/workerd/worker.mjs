@@ -17,12 +17,12 @@ export default {
    * one; the local config reads it from the GATEWAY_UPSTREAM_OVERRIDE
    * environment variable. Unset in production.
    */
-  fetch(request, env) {
+  fetch(request, env, ctx) {
     const text = env.UPSTREAM_OVERRIDE ?? "";
     if (text !== overrideText) {
       gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());
       overrideText = text;
     }
-    return gateway.fetch(request);
+    return gateway.fetch(request, ctx);
   },
 };
