@@ -105,6 +105,19 @@ describe("the schedule (pure)", () => {
   });
 });
 
+describe("the module's key installs", () => {
+  test("a JWKS document with an RSA key of 2048, 3072 or 4096 bits installs without a trap", () => {
+    for (const bits of [2048, 3072, 4096]) {
+      const e = new WebAssembly.Instance(jwksModule, {}).exports;
+      const document = new TextEncoder().encode(jwksOf([makeKey(`rsa-${bits}`, "RS256", { bits })]));
+      new Uint8Array(e.memory.buffer, e.keys_input_ptr(), document.byteLength).set(document);
+      let installed;
+      assert.doesNotThrow(() => (installed = e.install_keys(1, document.byteLength, Date.now() / 1000)), `${bits} bits`);
+      assert.equal(installed, 1, `${bits} bits`);
+    }
+  });
+});
+
 /** An HTTP server on loopback answering every request with `handler`. */
 async function serve(handler) {
   const server = createServer(handler);
@@ -377,6 +390,18 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     assert.equal((await gateway.fetch(bearer(token))).status, 200, "not 503: the keys came along");
     assert.equal(gateway.instances, 2);
     assert.deepEqual(gateway.instance.keyStore(), store);
+  });
+
+  test("RSA keys of 2048, 3072 and 4096 bits install and verify", async () => {
+    const { gateway, lines } = fresh();
+    const rsa = [2048, 3072, 4096].map((bits) => makeKey(`rsa-${bits}`, "RS256", { bits }));
+    provider.behave("ok");
+    provider.publish("*", jwksOf(rsa));
+    for (const key of rsa) {
+      const res = await gateway.fetch(bearer(signToken(key, claims(IDP))));
+      assert.equal(res.status, 200, `${key.kid}: ${await res.text()} ${lines.join("\n")}`);
+    }
+    provider.publish("*", jwksOf([keyA]));
   });
 });
 
