@@ -235,8 +235,9 @@ export class Gateway {
 
   /**
    * What keys.mjs calls: the document buffer's size, and `discovered` and
-   * `install_keys` on the live instance. A trap there is answered as the
-   * module's refusal ("gateway module failed") and discards the instance.
+   * `install_keys` (at Unix time `at`, now unless given) on the live
+   * instance. A trap there is answered as the module's refusal ("gateway
+   * module failed") and discards the instance.
    */
   keysModule() {
     const call = (what, run) => {
@@ -252,9 +253,9 @@ export class Gateway {
     return {
       keysCapacity: this.instance.exports.keys_input_capacity() >>> 0,
       discovered: (issuer, bytes) => call("discovered", (m) => m.document(bytes, (len) => m.exports.discovered(issuer, len))),
-      installKeys: (issuer, bytes) =>
+      installKeys: (issuer, bytes, at = this.now()) =>
         call("install_keys", (m) => {
-          const result = m.document(bytes, (len) => m.exports.install_keys(issuer, len, this.now()));
+          const result = m.document(bytes, (len) => m.exports.install_keys(issuer, len, at));
           if (result.n >= 0) this.keyStore = m.keyStore();
           return result;
         }),

@@ -155,8 +155,29 @@ export async function fetchDocument(url, timeoutMs, capacity) {
 }
 
 /**
+ * A Workers KV namespace as the store of JWKS documents the isolates of a
+ * Worker share (README.md, "On Cloudflare"): each under `jwks:<issuer>`,
+ * with the URL it came from, when it was fetched and its max-age as
+ * metadata. The documents are kept as fetched; every isolate's module
+ * validates them again when it installs them.
+ */
+export function kvStore(kv) {
+  return {
+    async get(issuer) {
+      const { value, metadata } = await kv.getWithMetadata(`jwks:${issuer}`, { type: "arrayBuffer" });
+      if (value === null || typeof metadata?.url !== "string" || !Number.isFinite(metadata?.fetchedMs)) return null;
+      return { bytes: new Uint8Array(value), url: metadata.url, fetchedMs: metadata.fetchedMs, maxAge: metadata.maxAge ?? null };
+    },
+    put(issuer, { bytes, url, fetchedMs, maxAge }) {
+      return kv.put(`jwks:${issuer}`, bytes, { metadata: { url, fetchedMs, maxAge } });
+    },
+  };
+}
+
+/**
  * One issuer's fetching: its source, the JWKS URL (the source's, or the
- * `jwks_uri` its discovery document named), and its schedule.
+ * `jwks_uri` its discovery document named), its schedule, and when the
+ * installed document was fetched.
  */
 class IssuerKeys {
   constructor(source) {
@@ -168,6 +189,14 @@ class IssuerKeys {
     this.failures = 0;
     /** The fetch under way, or null. */
     this.inFlight = null;
+    /** When the installed document was fetched (ms), and its max-age. */
+    this.installedMs = -Infinity;
+    this.maxAge = null;
+  }
+
+  /** Whether the installed document is recent enough that its refresh is not yet due. */
+  fresh(nowMs) {
+    return this.installedMs + nextFetchDelay(this.source, { ok: true, maxAge: this.maxAge }) * 1000 > nowMs;
   }
 }
 
@@ -179,12 +208,14 @@ class IssuerKeys {
  * URL the module names; `log` takes one line per fetch outcome.
  */
 export class KeyFetcher {
-  constructor(sources, { module, mapUrl = (url) => url, now = () => Date.now(), log = (line) => console.error(line) }) {
+  constructor(sources, { module, mapUrl = (url) => url, now = () => Date.now(), log = (line) => console.error(line), store = null }) {
     this.issuers = new Map(sources.map((source) => [source.issuer, new IssuerKeys(source)]));
     this.module = module;
     this.mapUrl = mapUrl;
     this.now = now;
     this.log = log;
+    /** The shared store of documents (kvStore), or null: every document comes from its provider. */
+    this.store = store;
     /** The first fetch of every source, shared by the requests that wait for it; true once settled. */
     this.ready = null;
   }
@@ -214,13 +245,26 @@ export class KeyFetcher {
   /** An answer asked for `issuer`'s keys (its `~` line): fetch unless too soon. */
   requested(issuer, waitUntil) {
     const keys = this.issuers.get(issuer);
-    if (keys !== undefined && mayFetchOnRequest(keys.source, keys, this.now())) waitUntil(this.refresh(keys));
+    if (keys !== undefined && mayFetchOnRequest(keys.source, keys, this.now())) waitUntil(this.refresh(keys, "asked"));
   }
 
-  /** Fetches and installs `keys`' document now; the promise never rejects. */
-  refresh(keys) {
+  /**
+   * A Cron Trigger's refresh (worker.mjs, `scheduled`): every source from
+   * its provider now, each document stored; a fetch in flight is awaited
+   * instead. Never rejects.
+   */
+  refreshAll() {
+    return Promise.all([...this.issuers.values()].map((keys) => keys.inFlight ?? this.refresh(keys, "provider")));
+  }
+
+  /**
+   * Fetches and installs `keys`' document now; the promise never rejects.
+   * `why`: "due" (the first fetch, or its time came), "asked" (an answer's
+   * `~` line) or "provider" (a Cron Trigger: the store is not read).
+   */
+  refresh(keys, why = "due") {
     keys.startedMs = this.now();
-    keys.inFlight = this.fetchAndInstall(keys)
+    keys.inFlight = this.round(keys, why)
       .catch((error) => {
         this.log(`keys: issuer ${keys.source.issuer} ${keys.jwksUrl ?? keys.source.url}: fetch failed: ${reasonOf(error)}`);
         return { ok: false };
@@ -228,13 +272,54 @@ export class KeyFetcher {
       .then((outcome) => {
         keys.failures = outcome.ok ? 0 : keys.failures + 1;
         const delay = nextFetchDelay(keys.source, { ...outcome, failures: keys.failures });
-        keys.nextMs = this.now() + delay * 1000;
+        keys.nextMs = (outcome.ok ? keys.installedMs : this.now()) + delay * 1000;
         keys.inFlight = null;
       });
     return keys.inFlight;
   }
 
-  /** One round: the discovery document when no JWKS URL is known, then the JWKS document. */
+  /**
+   * One round. With a store, a document newer than the installed one is
+   * installed from it first; that ends the round when it leaves the keys
+   * fresh ("due") or brought a newer document ("asked"). Otherwise the
+   * provider's document is fetched, installed and stored.
+   */
+  async round(keys, why) {
+    if (this.store !== null && why !== "provider") {
+      const newer = await this.installStored(keys);
+      if (why === "due" ? keys.fresh(this.now()) : newer) return { ok: true, maxAge: keys.maxAge };
+    }
+    const outcome = await this.fetchAndInstall(keys);
+    if (outcome.ok && this.store !== null) {
+      const { issuer } = keys.source;
+      const document = { bytes: outcome.bytes, url: keys.jwksUrl, fetchedMs: keys.installedMs, maxAge: keys.maxAge };
+      await this.store.put(issuer, document).catch((error) => this.log(`keys: issuer ${issuer}: storing the document failed: ${reasonOf(error)}`));
+    }
+    return outcome;
+  }
+
+  /** Installs the stored document when it is newer than the installed one: whether it did. */
+  async installStored(keys) {
+    const { issuer } = keys.source;
+    let stored;
+    try {
+      stored = await this.store.get(issuer);
+    } catch (error) {
+      this.log(`keys: issuer ${issuer}: reading the store failed: ${reasonOf(error)}`);
+      return false;
+    }
+    if (stored === null || stored.fetchedMs <= keys.installedMs) return false;
+    // Installed as of when it was fetched: the module counts max_stale_secs from then.
+    const { n, text } = this.module.installKeys(issuer, stored.bytes, stored.fetchedMs / 1000);
+    const from = `${stored.url} (stored, fetched ${new Date(stored.fetchedMs).toISOString()})`;
+    this.log(`keys: issuer ${issuer} ${from}: ${n < 0 ? `refused: ${text}` : text}`);
+    if (n < 0) return false;
+    keys.installedMs = stored.fetchedMs;
+    keys.maxAge = stored.maxAge;
+    return true;
+  }
+
+  /** The provider's documents: discovery when no JWKS URL is known, then the JWKS document. */
   async fetchAndInstall(keys) {
     const { issuer } = keys.source;
     if (keys.jwksUrl === null) {
@@ -249,8 +334,10 @@ export class KeyFetcher {
     const installed = await this.fetchInto(keys, url, (bytes) => this.module.installKeys(issuer, bytes));
     if (installed === null) return { ok: false };
     keys.jwksUrl = url;
+    keys.installedMs = this.now();
+    keys.maxAge = installed.maxAge;
     this.log(`keys: issuer ${issuer} ${url}: ${installed.text}`);
-    return { ok: true, maxAge: installed.maxAge };
+    return { ok: true, maxAge: installed.maxAge, bytes: installed.bytes };
   }
 
   /**
@@ -267,6 +354,6 @@ export class KeyFetcher {
       this.log(`keys: issuer ${issuer} ${url}: ${outcome}`);
       return null;
     }
-    return { ...result, maxAge: got.maxAge };
+    return { ...result, maxAge: got.maxAge, bytes: got.bytes };
   }
 }

@@ -12,7 +12,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Gateway, parseUpstreamOverride } from "../gateway.mjs";
-import { KeyFetcher, fetchDocument, isDue, mayFetchOnRequest, maxAgeOf, nextFetchDelay, readKeySources } from "../keys.mjs";
+import { KeyFetcher, fetchDocument, isDue, kvStore, mayFetchOnRequest, maxAgeOf, nextFetchDelay, readKeySources } from "../keys.mjs";
 import { ROOT, startEcho, startWorkerd } from "../harness.mjs";
 import { fixtureRsaKey, jwksOf, makeKey, signToken, startProvider } from "../../../testkit/jwks/provider.mjs";
 
@@ -192,6 +192,21 @@ describe("fetching a document within the contract's limits", () => {
   });
 });
 
+/** The test provider, publishing `key`, and an echo upstream for the route: started before a suite's tests, stopped after. */
+function providerAndUpstream(key) {
+  const env = {};
+  before(async () => {
+    env.provider = await startProvider({ issuer: IDP });
+    env.echo = await startEcho({ orders: 0 });
+    env.provider.publish("*", jwksOf([key]));
+  });
+  after(async () => {
+    await env.echo?.close();
+    await env.provider?.stop();
+  });
+  return env;
+}
+
 /**
  * The fixture module in a Gateway in Node.js, its provider origins mapped to
  * `provider` and its route to `upstream`; the log lines kept.
@@ -221,23 +236,13 @@ function steppedFetcher(gateway, lines) {
 }
 
 describe("the shim fetches keys with the real module (Node.js)", () => {
-  let provider;
-  let echo;
   const keyA = fixtureRsaKey("key-a");
-  before(async () => {
-    provider = await startProvider({ issuer: IDP });
-    echo = await startEcho({ orders: 0 });
-    provider.publish("*", jwksOf([keyA]));
-  });
-  after(async () => {
-    await echo?.close();
-    await provider?.stop();
-  });
-  const fresh = () => gatewayFor(provider, echo.addresses.orders);
+  const env = providerAndUpstream(keyA);
+  const fresh = () => gatewayFor(env.provider, env.echo.addresses.orders);
 
   test("concurrent first requests wait for one fetch of every source, then are decided", async () => {
-    provider.behave("ok");
-    const since = mark(provider);
+    env.provider.behave("ok");
+    const since = mark(env.provider);
     const { gateway, lines } = fresh();
     const answers = await Promise.all(Array.from({ length: 8 }, () => gateway.fetch(bearer(signToken(keyA, claims(IDP))))));
     assert.deepEqual(answers.map((r) => r.status), Array(8).fill(200));
@@ -262,12 +267,12 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
       ["huge", null],
       ["hang", null],
     ]) {
-      provider.behave(mode);
-      if (publish) provider.publish("*", publish);
+      env.provider.behave(mode);
+      if (publish) env.provider.publish("*", publish);
       await keys.refresh(jwks);
     }
-    provider.behave("ok");
-    provider.publish("*", jwksOf([keyA]));
+    env.provider.behave("ok");
+    env.provider.publish("*", jwksOf([keyA]));
     const expected = [
       /^installed "key-a": 1 keys for issuer 1$/,
       /^refused: JWKS key 0 \(kid "short"\) is a 1024-bit RSA key/,
@@ -288,16 +293,16 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     const { gateway, lines } = fresh();
     const { keys } = steppedFetcher(gateway, lines);
     const idp = keys.issuers.get(0);
-    provider.behave("ok");
-    let since = mark(provider);
+    env.provider.behave("ok");
+    let since = mark(env.provider);
     await keys.refresh(idp);
     await keys.refresh(idp);
     assert.equal(since("/.well-known/openid-configuration"), 1, "discovery read once while the JWKS fetches succeed");
     assert.equal(since("/jwks"), 2);
-    provider.behave("status500");
+    env.provider.behave("status500");
     await keys.refresh(idp);
-    provider.behave("ok");
-    since = mark(provider);
+    env.provider.behave("ok");
+    since = mark(env.provider);
     await keys.refresh(idp);
     assert.equal(since("/.well-known/openid-configuration"), 1);
     assert.equal(since("/jwks"), 1);
@@ -308,7 +313,7 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
   test("refreshes start when due, in the background; failures back off; max-age moves the next one", async () => {
     const { gateway, lines } = fresh();
     const { keys, clock, started, waitUntil } = steppedFetcher(gateway, lines);
-    provider.behave("ok");
+    env.provider.behave("ok");
     const first = keys.beforeDecision(waitUntil);
     assert.ok(first, "the first request waits");
     await first;
@@ -323,32 +328,32 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     assert.equal(started.length, 0);
     // Due: the discovery issuer's refresh starts in the background; it fails.
     clock.ms += 1;
-    provider.behave("status500");
+    env.provider.behave("status500");
     assert.equal(keys.beforeDecision(waitUntil), null);
     assert.equal(started.length, 1);
     await Promise.all(started);
     assert.equal(idp.failures, 1);
     assert.equal(idp.nextMs, clock.ms + 1000, "the first retry after 1 s (refetch_secs 1 caps the rest)");
     // A max-age of 0 is clamped to refetch_secs, 86400 to refresh_secs.
-    provider.behave("ok");
+    env.provider.behave("ok");
     for (const [maxAge, delay] of [["0", 1000], ["86400", 600_000], ["5", 5000]]) {
-      provider.cacheControl(`max-age=${maxAge}`);
+      env.provider.cacheControl(`max-age=${maxAge}`);
       await keys.refresh(jwks);
       assert.equal(jwks.nextMs, clock.ms + delay, `max-age=${maxAge}`);
     }
-    provider.cacheControl("");
+    env.provider.cacheControl("");
     assert.equal(jwks.failures, 0);
   });
 
   test("an unknown kid asks for one fetch per refetch_secs, none while one is in flight", async () => {
     const { gateway, lines } = fresh();
     const { keys, clock, started, waitUntil } = steppedFetcher(gateway, lines);
-    provider.behave("ok");
+    env.provider.behave("ok");
     await keys.beforeDecision(waitUntil);
     started.length = 0;
-    const since = mark(provider);
+    const since = mark(env.provider);
     clock.ms += 1000;
-    provider.behave("slow", { delayMs: 200 });
+    env.provider.behave("slow", { delayMs: 200 });
     keys.requested(1, waitUntil);
     keys.requested(1, waitUntil);
     assert.equal(started.length, 1, "one fetch in flight");
@@ -360,19 +365,19 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     keys.requested(7, waitUntil);
     assert.equal(started.length, 2, "refetch_secs later; an issuer without a source asks nothing");
     await Promise.all(started);
-    provider.behave("ok");
+    env.provider.behave("ok");
     assert.equal(since("/keys.json"), 2);
   });
 
   test("an answer's ~ line reaches the fetcher", async () => {
     const { gateway } = fresh();
-    provider.behave("ok");
+    env.provider.behave("ok");
     const waits = [];
     const ctx = { waitUntil: (p) => waits.push(p) };
     assert.equal((await gateway.fetch(bearer(signToken(keyA, claims(JWKS))), ctx)).status, 200);
     await Promise.all(waits);
     await new Promise((r) => setTimeout(r, 1100)); // past refetch_secs (1) since the first fetch
-    const since = mark(provider);
+    const since = mark(env.provider);
     const unknown = await gateway.fetch(bearer(signToken(makeKey("unpublished"), claims(JWKS))), ctx);
     assert.equal(unknown.status, 401);
     await Promise.all(waits);
@@ -381,7 +386,7 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
 
   test("the instance that replaces a trapped one starts with the installed keys", async () => {
     const { gateway } = fresh();
-    provider.behave("ok");
+    env.provider.behave("ok");
     const token = signToken(keyA, claims(IDP));
     assert.equal((await gateway.fetch(bearer(token))).status, 200);
     const store = gateway.keyStore;
@@ -395,13 +400,111 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
   test("RSA keys of 2048, 3072 and 4096 bits install and verify", async () => {
     const { gateway, lines } = fresh();
     const rsa = [2048, 3072, 4096].map((bits) => makeKey(`rsa-${bits}`, "RS256", { bits }));
-    provider.behave("ok");
-    provider.publish("*", jwksOf(rsa));
+    env.provider.behave("ok");
+    env.provider.publish("*", jwksOf(rsa));
     for (const key of rsa) {
       const res = await gateway.fetch(bearer(signToken(key, claims(IDP))));
       assert.equal(res.status, 200, `${key.kid}: ${await res.text()} ${lines.join("\n")}`);
     }
-    provider.publish("*", jwksOf([keyA]));
+    env.provider.publish("*", jwksOf([keyA]));
+  });
+});
+
+/**
+ * An in-memory stand-in for a Workers KV namespace, with the two calls
+ * kvStore makes: `getWithMetadata(key, { type: "arrayBuffer" })` and
+ * `put(key, value, { metadata })` (metadata kept as JSON, as KV keeps it).
+ * Cloudflare's KV itself is not run here.
+ */
+function memoryKv() {
+  const entries = new Map();
+  return {
+    entries,
+    async getWithMetadata(key, { type }) {
+      assert.equal(type, "arrayBuffer");
+      const entry = entries.get(key);
+      return entry ? { value: entry.value.slice().buffer, metadata: JSON.parse(entry.metadata) } : { value: null, metadata: null };
+    },
+    async put(key, value, { metadata }) {
+      entries.set(key, { value: new Uint8Array(value).slice(), metadata: JSON.stringify(metadata) });
+    },
+  };
+}
+
+describe("documents shared through a KV store (the Cloudflare recipe, in Node.js)", () => {
+  const kv = memoryKv();
+  const keyA = fixtureRsaKey("key-a");
+  const keyB = makeKey("key-b", "ES256");
+  const env = providerAndUpstream(keyA);
+  /** A fresh isolate's gateway with the store; `waits` collects its background work. */
+  const isolate = () => {
+    const { gateway, lines } = gatewayFor(env.provider, env.echo.addresses.orders);
+    gateway.keys.store = kvStore(kv);
+    const waits = [];
+    const call = async (token) => {
+      const res = await gateway.fetch(bearer(token), { waitUntil: (p) => waits.push(p) });
+      return { status: res.status, body: await res.text() };
+    };
+    return { gateway, lines, waits, call };
+  };
+  const decoded = (key) => new TextDecoder().decode(kv.entries.get(key).value);
+
+  test("a Cron Trigger's refresh fetches every source from its provider and stores each document", async () => {
+    env.provider.behave("ok");
+    const { gateway } = isolate();
+    const since = mark(env.provider);
+    await gateway.keys.refreshAll();
+    assert.equal(since("/jwks"), 1);
+    assert.equal(since("/keys.json"), 1);
+    assert.equal(decoded("jwks:0"), jwksOf([keyA]));
+    assert.equal(decoded("jwks:1"), jwksOf([keyA]));
+    const metadata = JSON.parse(kv.entries.get("jwks:0").metadata);
+    assert.equal(metadata.url, "http://idp.test/jwks");
+    assert.ok(Math.abs(metadata.fetchedMs - Date.now()) < 60_000);
+  });
+
+  test("a fresh isolate installs the stored documents before its first decision, without the provider", async () => {
+    env.provider.behave("status500");
+    const { lines, call } = isolate();
+    const since = mark(env.provider);
+    const res = await call(signToken(keyA, claims(IDP)));
+    env.provider.behave("ok");
+    assert.equal(res.status, 200, res.body);
+    assert.equal(since("/jwks") + since("/keys.json") + since("/.well-known/openid-configuration"), 0);
+    assert.match(lines.join("\n"), /^keys: issuer 0 http:\/\/idp\.test\/jwks \(stored, fetched \S+Z\): installed "key-a"/m);
+  });
+
+  test("an unknown kid installs a newer stored document before asking the provider", async () => {
+    env.provider.behave("ok");
+    const { call, waits } = isolate();
+    assert.equal((await call(signToken(keyA, claims(IDP)))).status, 200);
+    env.provider.publish("*", jwksOf([keyA, keyB]));
+    await isolate().gateway.keys.refreshAll(); // the Cron Trigger, in another isolate
+    await new Promise((r) => setTimeout(r, 1100)); // past refetch_secs (1) since this isolate's first fetch
+    const since = mark(env.provider);
+    const unknown = await call(signToken(keyB, claims(IDP)));
+    assert.equal(unknown.status, 401, unknown.body);
+    await Promise.all(waits);
+    assert.equal((await call(signToken(keyB, claims(IDP)))).status, 200);
+    assert.equal(since("/jwks"), 0, "the store had it");
+    env.provider.publish("*", jwksOf([keyA]));
+  });
+
+  test("a stored document older than max_stale_secs counts from its fetch: 503 until the provider answers", async () => {
+    const entry = kv.entries.get("jwks:0");
+    entry.metadata = JSON.stringify({ ...JSON.parse(entry.metadata), fetchedMs: Date.now() - 31_000 }); // max_stale_secs 30
+    env.provider.behave("status500");
+    const { call, waits, lines } = isolate();
+    const down = await call(signToken(keyA, claims(IDP)));
+    assert.equal(down.status, 503, down.body);
+    assert.match(down.body, /signing keys unavailable/);
+    assert.match(lines.join("\n"), /keys: issuer 0 \S+: fetch failed: status 500/, "not fresh: the provider was asked");
+    env.provider.behave("ok");
+    await new Promise((r) => setTimeout(r, 1100)); // past refetch_secs (1)
+    await call(signToken(keyA, claims(IDP)));
+    await Promise.all(waits);
+    assert.equal((await call(signToken(keyA, claims(IDP)))).status, 200);
+    assert.ok(JSON.parse(kv.entries.get("jwks:0").metadata).fetchedMs > Date.now() - 30_000, "the provider's document was stored");
   });
 });
 
@@ -423,6 +526,43 @@ describe("the shim fetches keys in workerd", () => {
       assert.equal(provider.fetchesOf("/keys.json"), 1);
       assert.match(host.proc.output(), /keys: issuer 0 http:\/\/idp\.test\/jwks: installed "key-a": 1 keys for issuer 0/);
       assert.match(host.proc.output(), /keys: issuer 1 http:\/\/jwks\.test\/keys\.json: installed "key-a": 1 keys for issuer 1/);
+    } finally {
+      await host.proc.stop();
+      await echo.close();
+      await provider.stop();
+    }
+  });
+
+  test("a scheduled event (a Cron Trigger on Cloudflare) refreshes every source with no request", async () => {
+    const provider = await startProvider({ issuer: IDP });
+    const echo = await startEcho({ orders: 0 });
+    const keyA = fixtureRsaKey("key-a");
+    const keyB = makeKey("key-b", "EdDSA");
+    provider.publish("*", jwksOf([keyA]));
+    const overrides = `${IDP}=${provider.origin},${JWKS}=${provider.origin},${ROUTE_ORIGIN}=${echo.addresses.orders}`;
+    const host = await startWorkerd(overrides, JWKS_WASM, { scheduledTrigger: true });
+    try {
+      const call = (key) =>
+        fetch(`http://127.0.0.1:${host.port}/orders/x`, {
+          headers: { authorization: `Bearer ${signToken(key, claims(JWKS))}` },
+          signal: AbortSignal.timeout(10000),
+        });
+      assert.equal((await call(keyA)).status, 200);
+      provider.publish("*", jwksOf([keyA, keyB]));
+      const since = mark(provider);
+      const triggered = await fetch(`http://127.0.0.1:${host.triggerPort}/`, { signal: AbortSignal.timeout(10000) });
+      assert.equal(triggered.status, 200, await triggered.text());
+      const deadline = Date.now() + 8000;
+      while (since("/keys.json") < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(since("/keys.json"), 1, "refresh_secs is 600: only the scheduled event fetched");
+      assert.equal(since("/jwks"), 1);
+      // The module holds key-b before any request could have asked for it.
+      const logged = /keys: issuer 1 http:\/\/jwks\.test\/keys\.json: installed "key-a" "key-b"/;
+      while (!logged.test(host.proc.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.match(host.proc.output(), logged);
+      const since2 = mark(provider);
+      assert.equal((await call(keyB)).status, 200);
+      assert.equal(since2("/keys.json"), 0);
     } finally {
       await host.proc.stop();
       await echo.close();
