@@ -202,7 +202,7 @@ export class Gateway {
   /**
    * @param {WebAssembly.Module} wasmModule the compiled dist/gateway.wasm
    * @param {{ upstreamOverride?: Map<string, string>, now?: () => number, log?: (line: string) => void }} [options]
-   *   `now`: Unix seconds for the module; `log`: where the key fetches' lines go (console.error)
+   *   `now`: Unix seconds, for the module and the key fetches' schedule; `log`: where the key fetches' lines go (console.error)
    */
   constructor(wasmModule, options = {}) {
     this.wasmModule = wasmModule;
@@ -221,6 +221,7 @@ export class Gateway {
       this.keys = new KeyFetcher(sources, {
         module: this.keysModule(),
         mapUrl: (url) => this.mapUrl(url),
+        now: () => this.now() * 1000,
         log: options.log,
       });
     }

@@ -9,6 +9,9 @@
 // request starts the refreshes that are due, in the background
 // (ctx.waitUntil), and is decided with the keys installed now.
 
+/** How far ahead of this isolate's clock a stored document's fetch time may be (clock skew between machines). */
+const MAX_SKEW_MS = 60_000;
+
 /** The largest number the table holds (a u32). */
 const U32_MAX = 2 ** 32 - 1;
 
@@ -309,9 +312,15 @@ export class KeyFetcher {
       return false;
     }
     if (stored === null || stored.fetchedMs <= keys.installedMs) return false;
+    const from = `${stored.url} (stored, fetched ${new Date(stored.fetchedMs).toISOString()})`;
+    // A fetch time ahead of this clock would keep the keys fresh past
+    // max_stale_secs: beyond a minute of clock skew, the document is ignored.
+    if (stored.fetchedMs > this.now() + MAX_SKEW_MS) {
+      this.log(`keys: issuer ${issuer} ${from}: ignored: fetched after now`);
+      return false;
+    }
     // Installed as of when it was fetched: the module counts max_stale_secs from then.
     const { n, text } = this.module.installKeys(issuer, stored.bytes, stored.fetchedMs / 1000);
-    const from = `${stored.url} (stored, fetched ${new Date(stored.fetchedMs).toISOString()})`;
     this.log(`keys: issuer ${issuer} ${from}: ${n < 0 ? `refused: ${text}` : text}`);
     if (n < 0) return false;
     keys.installedMs = stored.fetchedMs;

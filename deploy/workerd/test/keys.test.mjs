@@ -490,6 +490,22 @@ describe("documents shared through a KV store (the Cloudflare recipe, in Node.js
     env.provider.publish("*", jwksOf([keyA]));
   });
 
+  test("a stored document dated more than a minute ahead is ignored: it would outlive max_stale_secs", async () => {
+    const entry = kv.entries.get("jwks:0");
+    const metadata = JSON.parse(entry.metadata);
+    const clock = metadata.fetchedMs / 1000 - 3600; // an hour behind the isolate that stored it
+    const lines = [];
+    const gateway = new Gateway(jwksModule, { now: () => clock, log: (line) => lines.push(line) });
+    gateway.upstreamOverride = parseUpstreamOverride(`${IDP}=${env.provider.origin},${JWKS}=${env.provider.origin}`, gateway.routes());
+    gateway.keys.store = kvStore(kv);
+    env.provider.behave("status500");
+    const res = await gateway.fetch(bearer(signToken(keyA, claims(IDP))));
+    env.provider.behave("ok");
+    assert.equal(res.status, 503, await res.text());
+    assert.match(lines.join("\n"), /^keys: issuer 0 http:\/\/idp\.test\/jwks \(stored, fetched \S+\): ignored: fetched after now$/m);
+    assert.equal(entry.metadata, JSON.stringify(metadata), "the store is unchanged");
+  });
+
   test("a stored document older than max_stale_secs counts from its fetch: 503 until the provider answers", async () => {
     const entry = kv.entries.get("jwks:0");
     entry.metadata = JSON.stringify({ ...JSON.parse(entry.metadata), fetchedMs: Date.now() - 31_000 }); // max_stale_secs 30
