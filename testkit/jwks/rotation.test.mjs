@@ -152,6 +152,8 @@ for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
       provider.publish("*", jwksOf([keyA, impostor]));
       const since = provider.now();
       await waitForFetch(provider, "/jwks", since, traffic);
+      // The document was installed, its "pinned" key left out (the module's summary, logged verbatim).
+      assert.match(host.proc.output(), /keys: issuer 0 \S+: installed "key-a": 1 keys for issuer 0; 1 with a compiled kid ignored \(pinned\)/);
       const forged = await call(host.port, signToken(impostor, claims(IDP)));
       assert.equal(forged.status, 401, forged.body);
       assert.match(forged.body, /signature mismatch/);
