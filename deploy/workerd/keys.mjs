@@ -172,7 +172,8 @@ export function kvStore(kv) {
       return { bytes: new Uint8Array(value), url: metadata.url, fetchedMs: metadata.fetchedMs, maxAge: metadata.maxAge ?? null };
     },
     put(issuer, { bytes, url, fetchedMs, maxAge }) {
-      return kv.put(`jwks:${issuer}`, bytes, { metadata: { url, fetchedMs, maxAge } });
+      const value = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+      return kv.put(`jwks:${issuer}`, value, { metadata: { url, fetchedMs, maxAge } });
     },
   };
 }
@@ -206,8 +207,9 @@ class IssuerKeys {
 /**
  * The key fetching of one isolate. `module` is the gateway's side of the
  * module: `keysCapacity`, `discovered(issuer, bytes)` and
- * `installKeys(issuer, bytes)`, each returning `{ n, text }` (the export's
- * return value and its output). `mapUrl` applies the upstream override to a
+ * `installKeys(issuer, bytes, atSecs?)`, each returning `{ n, text }` (the
+ * export's return value and its output). `now` is the clock in ms; `store`
+ * (kvStore) is optional. `mapUrl` applies the upstream override to a
  * URL the module names; `log` takes one line per fetch outcome.
  */
 export class KeyFetcher {
