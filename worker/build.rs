@@ -61,12 +61,14 @@ fn main() {
     for cfg in POLICY_CFGS.into_iter().filter(|cfg| (!wasm || used.contains(cfg)) && usable(cfg)) {
         println!("cargo:rustc-cfg={cfg}");
     }
-    // Installing a fetched 4096-bit RSA key computes its Montgomery
-    // parameters on the stack (about 40 KiB deep in all): a module that
-    // fetches keys gets a 64 KiB stack instead of `.cargo/config.toml`'s
-    // 32 KiB (wasm-ld takes the last `-z stack-size`).
-    if wasm && used.contains(&"runtime_keys") {
-        println!("cargo:rustc-link-arg=-zstack-size=65536");
+    // Installing a fetched RSA key computes its Montgomery parameters
+    // (crypto-bigint's Karatsuba products of 3072- and 4096-bit numbers),
+    // which needs more than the 32 KiB stack of .cargo/config.toml: a
+    // module that fetches keys gets 64 KiB (wasm-ld takes the last
+    // `stack-size`, and a build script's link arguments come after the
+    // target's rustflags).
+    if wasm && used.contains(&"runtime_keys") && usable(&"runtime_keys") {
+        println!("cargo:rustc-link-arg=-zstack-size={}", 64 << 10);
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("config.rs");
     std::fs::write(&out, config.to_rust()).expect("write config.rs");

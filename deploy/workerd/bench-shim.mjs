@@ -1,12 +1,17 @@
 // The shim's own cost in V8 (the engine workerd embeds), measured in Node.js
 // without any HTTP, on the test fixture's module (`make fixture`): writing
 // the head, handle(), reading the output; and a whole rejected request
-// through Gateway.fetch (head, decision, Response).
+// through Gateway.fetch (head, decision, Response); and, on the module of
+// testkit/fixture-jwks.toml, what installing fetched keys costs.
 //
 //   node deploy/workerd/bench-shim.mjs        (a few seconds, then exits)
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Gateway, contextLine, requestHead } from "./gateway.mjs";
-import { FIXTURE_WASM, mintToken, readFixture } from "./harness.mjs";
+import { FIXTURE_WASM, ROOT, mintToken, readFixture } from "./harness.mjs";
+import { fixtureRsaKey, jwksOf, makeKey } from "../../testkit/jwks/provider.mjs";
+
+const JWKS_WASM = join(ROOT, "target", "fixture", "gateway-jwks.wasm");
 
 const c = readFixture();
 const gateway = new Gateway(new WebAssembly.Module(readFileSync(FIXTURE_WASM)));
@@ -29,3 +34,26 @@ n = 50000;
 t0 = process.hrtime.bigint();
 for (let i = 0; i < n; i++) await gateway.fetch(request);
 console.log(`Gateway.fetch, rejected (head, decision, Response): ${usPer(n, t0)} us/request`);
+
+// Keys fetched at run time (testkit/fixture-jwks.toml's module): what an
+// install costs in the one kept instance, and what starting a fresh instance
+// from a copy of the key store costs (the shim does it after a trap).
+const keysModule = new WebAssembly.Module(readFileSync(JWKS_WASM));
+const keyed = new Gateway(keysModule, { log: () => {} });
+const keys = [fixtureRsaKey("rsa-2048"), makeKey("rsa-4096", "RS256", { bits: 4096 }), makeKey("p-256", "ES256"), makeKey("ed", "EdDSA")];
+const jwks = new TextEncoder().encode(jwksOf(keys));
+const install = keyed.keysModule().installKeys;
+if (install(0, jwks).n !== keys.length) throw new Error("expected the document installed");
+n = 2000;
+t0 = process.hrtime.bigint();
+for (let i = 0; i < n; i++) install(0, jwks);
+console.log(`install_keys, ${jwks.length}-byte JWKS of ${keys.length} keys (RSA 2048 and 4096, P-256, Ed25519), key store copied after: ${usPer(n, t0)} us`);
+n = 5000;
+t0 = process.hrtime.bigint();
+for (let i = 0; i < n; i++) new WebAssembly.Instance(keysModule, {});
+console.log(`a fresh instance of that module: ${usPer(n, t0)} us`);
+const store = keyed.keyStore;
+n = 200000;
+t0 = process.hrtime.bigint();
+for (let i = 0; i < n; i++) keyed.instance.loadKeyStore(store);
+console.log(`copying its ${store.byteLength}-byte key store into an instance: ${usPer(n, t0)} us`);

@@ -27,6 +27,7 @@ const gatewayWorker :Workerd.Worker = (
   modules = [
     (name = "worker.mjs", esModule = embed "worker.mjs"),
     (name = "gateway.mjs", esModule = embed "gateway.mjs"),
+    (name = "keys.mjs", esModule = embed "keys.mjs"),
     (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
   ],
   compatibilityDate = "2026-05-01",

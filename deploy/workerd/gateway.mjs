@@ -6,7 +6,8 @@
 //
 // It uses web-standard APIs only (Request, Response, Headers, fetch,
 // WebAssembly), so the same code runs in workerd and, for its unit tests, in
-// Node.js.
+// Node.js. A module that fetches keys at run time gets them through keys.mjs.
+import { KeyFetcher, readKeySources } from "./keys.mjs";
 
 /** The contract version this host understands (worker/ABI.md). */
 export const ABI_VERSION = 3;
@@ -149,6 +150,32 @@ class ModuleInstance {
     return { status, output: this.output() };
   }
 
+  /**
+   * Writes `bytes` (a fetched document) at `keys_input_ptr()` and calls
+   * `discovered` or `install_keys` (ABI.md, "Keys fetched at run time"):
+   * `{ n, text }`, the return value and the output (the jwks_uri, the
+   * summary or the reason).
+   */
+  document(bytes, call) {
+    const e = this.exports;
+    const ptr = e.keys_input_ptr() >>> 0;
+    if (bytes.byteLength > (e.keys_input_capacity() >>> 0)) throw new Error("document larger than the keys input");
+    new Uint8Array(this.memory.buffer, ptr, bytes.byteLength).set(bytes);
+    const n = call(bytes.byteLength) | 0;
+    return { n, text: this.output() };
+  }
+
+  /** The installed keys: a copy of the `key_store_len()` bytes at `key_store_ptr()`. */
+  keyStore() {
+    const ptr = this.exports.key_store_ptr() >>> 0;
+    return new Uint8Array(this.memory.buffer, ptr, this.exports.key_store_len() >>> 0).slice();
+  }
+
+  /** Starts this (fresh) instance with the keys another instance installed. */
+  loadKeyStore(store) {
+    new Uint8Array(this.memory.buffer, this.exports.key_store_ptr() >>> 0, store.byteLength).set(store);
+  }
+
   /** The module's route table: [audience, upstream URL] pairs. */
   routes() {
     this.exports.routes();
@@ -166,12 +193,16 @@ class ModuleInstance {
 
 /**
  * The gateway: one module instance, reused request after request (the
- * module resets its arena on entry), replaced after a trap.
+ * module resets its arena on entry), replaced after a trap. A module that
+ * fetches keys at run time (it exports `key_sources`) has them installed in
+ * that instance; a copy of its key store starts the instance that replaces
+ * it.
  */
 export class Gateway {
   /**
    * @param {WebAssembly.Module} wasmModule the compiled dist/gateway.wasm
-   * @param {{ upstreamOverride?: Map<string, string>, now?: () => number }} [options]
+   * @param {{ upstreamOverride?: Map<string, string>, now?: () => number, log?: (line: string) => void }} [options]
+   *   `now`: Unix seconds, for the module and the key fetches' schedule; `log`: where the key fetches' lines go (console.error)
    */
   constructor(wasmModule, options = {}) {
     this.wasmModule = wasmModule;
@@ -179,13 +210,69 @@ export class Gateway {
     this.now = options.now ?? (() => Date.now() / 1000);
     /** How many instances were made: 1, plus one after each trap. */
     this.instances = 0;
+    /** The installed keys after the last install, for a fresh instance; null before. */
+    this.keyStore = null;
     this.instance = this.instantiate();
+    /** The key fetching, or null for a module that fetches no keys. */
+    this.keys = null;
+    if (typeof this.instance.exports.key_sources === "function") {
+      this.instance.exports.key_sources();
+      const sources = readKeySources(this.instance.output());
+      this.keys = new KeyFetcher(sources, {
+        module: this.keysModule(),
+        mapUrl: (url) => this.mapUrl(url),
+        now: () => this.now() * 1000,
+        log: options.log,
+      });
+    }
   }
 
   instantiate() {
     const instance = new ModuleInstance(this.wasmModule);
     this.instances += 1;
+    if (this.keyStore !== null) instance.loadKeyStore(this.keyStore);
     return instance;
+  }
+
+  /**
+   * What keys.mjs calls: the document buffer's size, and `discovered` and
+   * `install_keys` (at Unix time `at`, now unless given) on the live
+   * instance. A trap there is answered as the module's refusal ("gateway
+   * module failed") and discards the instance.
+   */
+  keysModule() {
+    const call = (what, run) => {
+      try {
+        this.instance ??= this.instantiate();
+        return run(this.instance);
+      } catch (error) {
+        this.instance = null;
+        console.error(`gateway: module failed in ${what}, instance discarded: ${error}`);
+        return { n: -1, text: "gateway module failed" };
+      }
+    };
+    return {
+      keysCapacity: this.instance.exports.keys_input_capacity() >>> 0,
+      discovered: (issuer, bytes) => call("discovered", (m) => m.document(bytes, (len) => m.exports.discovered(issuer, len))),
+      installKeys: (issuer, bytes, at = this.now()) =>
+        call("install_keys", (m) => {
+          const result = m.document(bytes, (len) => m.exports.install_keys(issuer, len, at));
+          if (result.n >= 0) this.keyStore = m.keyStore();
+          return result;
+        }),
+    };
+  }
+
+  /**
+   * A URL the module names (a key source, a jwks_uri) with the upstream
+   * override applied to its origin, as for the upstreams.
+   */
+  mapUrl(url) {
+    const origin = originOf(url);
+    const to = origin === null ? undefined : this.upstreamOverride.get(origin);
+    if (to === undefined) return url;
+    const u = new URL(url);
+    return to + u.pathname + u.search;
   }
 
   /** The module's route table, read once. */
@@ -198,9 +285,14 @@ export class Gateway {
   /**
    * Answers one request: the module's rejection (a Response), or a promise
    * of the upstream's response. Not async: a rejection is answered without
-   * a promise of its own.
+   * a promise of its own. `ctx` is the runtime's (its `waitUntil` keeps a
+   * background key fetch alive after the response); optional.
    */
-  fetch(request) {
+  fetch(request, ctx) {
+    const waitUntil = ctx?.waitUntil ? (promise) => ctx.waitUntil(promise) : () => {};
+    // A fresh isolate fetches every key source before its first decision.
+    const first = this.keys?.beforeDecision(waitUntil);
+    if (first) return first.then(() => this.fetch(request, ctx));
     let decision;
     try {
       this.instance ??= this.instantiate();
@@ -215,7 +307,8 @@ export class Gateway {
     }
     if (decision === null) return hostError(500, "gateway module failed");
     if (decision.forward) return this.forward(request, decision.forward);
-    const { status, fields, body } = decision.answer;
+    const { status, fields, body, refresh_keys: refresh } = decision.answer;
+    if (refresh !== undefined) this.keys?.requested(refresh, waitUntil);
     try {
       // A 204 (or any null-body status) has no body.
       return new Response(NULL_BODY.has(status) ? null : body, { status, headers: fields });

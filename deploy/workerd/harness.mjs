@@ -237,15 +237,47 @@ export async function waitForPort(proc, port, what, timeoutMs = 60000) {
 }
 
 /**
- * The workerd config for another module than dist/gateway.wasm: the shim and
- * the module copied beside a copy of config.capnp in a temporary folder.
+ * A Worker for tests only: each request to it sends the gateway Worker a
+ * scheduled event, as a Cron Trigger does on Cloudflare (workerd runs no
+ * cron), through a service binding.
  */
-function workerdConfigFor(wasm) {
-  if (wasm === WASM) return WORKERD_CONFIG;
+const TRIGGER_WORKER = `export default {
+  async fetch(request, env) {
+    await env.GATEWAY.scheduled({ cron: "* * * * *" });
+    return new Response("scheduled\\n");
+  },
+};
+`;
+
+/**
+ * The workerd config for another module than dist/gateway.wasm, or with the
+ * scheduled-event trigger: the shim and the module copied beside a copy of
+ * config.capnp in a temporary folder.
+ */
+function workerdConfigFor(wasm, trigger) {
+  if (wasm === WASM && !trigger) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
-  for (const file of ["worker.mjs", "gateway.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
-  const config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
+  let config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
+  if (trigger) {
+    writeFileSync(join(dir, "trigger.mjs"), TRIGGER_WORKER);
+    const parts = [
+      ["services = [\n", '    (name = "trigger", worker = .triggerWorker),\n'],
+      ["sockets = [\n", '    (name = "scheduled", address = "127.0.0.1:0", http = (), service = "trigger"),\n'],
+    ];
+    for (const [list, entry] of parts) {
+      if (!config.includes(list)) throw new Error(`config.capnp has no "${list.trim()}" list`);
+      config = config.replace(list, list + entry);
+    }
+    config += `
+const triggerWorker :Workerd.Worker = (
+  modules = [(name = "trigger.mjs", esModule = embed "trigger.mjs")],
+  compatibilityDate = "2026-05-01",
+  bindings = [(name = "GATEWAY", service = "gateway")],
+);
+`;
+  }
   writeFileSync(join(dir, "config.capnp"), config);
   return join(dir, "config.capnp");
 }
@@ -253,22 +285,28 @@ function workerdConfigFor(wasm) {
 /**
  * workerd serving deploy/workerd/config.capnp (with `wasm` as the module) on
  * an ephemeral loopback port, with the given upstream override. Resolves to
- * { port, proc }.
+ * { port, proc }; with `scheduledTrigger`, also `triggerPort`, where a
+ * request sends the gateway a scheduled event.
  */
-export async function startWorkerd(upstreamOverride = "", wasm = WASM) {
+export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false } = {}) {
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
-  const configPath = workerdConfigFor(wasm);
+  const configPath = workerdConfigFor(wasm, scheduledTrigger);
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
-    const proc = startProcess(
-      WORKERD,
-      ["serve", configPath, "--socket-addr", `http=127.0.0.1:${port}`],
-      { env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride } },
-    );
+    const triggerPort = scheduledTrigger ? await freePort() : null;
+    const sockets = ["--socket-addr", `http=127.0.0.1:${port}`];
+    if (scheduledTrigger) sockets.push("--socket-addr", `scheduled=127.0.0.1:${triggerPort}`);
+    const proc = startProcess(WORKERD, ["serve", configPath, ...sockets], {
+      env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride },
+    });
     try {
       await waitForPort(proc, port, "workerd");
+      if (scheduledTrigger) {
+        await waitForPort(proc, triggerPort, "workerd (scheduled trigger)");
+        return { port, proc, triggerPort };
+      }
       return { port, proc };
     } catch (e) {
       lastError = e;

@@ -3,26 +3,53 @@
 // `gateway.wasm` is dist/gateway.wasm, bound as a wasm module: importing it
 // yields a compiled WebAssembly.Module. It is instantiated once per isolate,
 // here at start-up, so a module of another ABI version stops the Worker from
-// loading at all. See gateway.mjs for what happens per request.
+// loading at all. See gateway.mjs for what happens per request, and keys.mjs
+// for the keys a module fetches at run time.
 import gatewayWasm from "./gateway.wasm";
 import { Gateway, parseUpstreamOverride } from "./gateway.mjs";
+import { kvStore } from "./keys.mjs";
 
 const gateway = new Gateway(gatewayWasm);
 let overrideText = null;
+let boundKv = null;
+
+/**
+ * Applies the bindings, which the runtime hands over with each event:
+ *
+ * - env.UPSTREAM_OVERRIDE (optional): "FROM=TO[,FROM=TO]" moves an origin
+ *   the module forwards to or fetches keys from (FROM: a routed audience or
+ *   an origin) to another one; the local config reads it from the
+ *   GATEWAY_UPSTREAM_OVERRIDE environment variable. Unset in production.
+ * - env.KEYS (optional, Cloudflare): a KV namespace the isolates share the
+ *   fetched JWKS documents through (README.md, "On Cloudflare").
+ */
+function bind(env) {
+  const text = env.UPSTREAM_OVERRIDE ?? "";
+  if (text !== overrideText) {
+    gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());
+    overrideText = text;
+  }
+  const kv = env.KEYS ?? null;
+  if (gateway.keys !== null && kv !== boundKv) {
+    gateway.keys.store = kv === null ? null : kvStore(kv);
+    boundKv = kv;
+  }
+}
 
 export default {
+  fetch(request, env, ctx) {
+    bind(env);
+    return gateway.fetch(request, ctx);
+  },
+
   /**
-   * env.UPSTREAM_OVERRIDE (optional): "FROM=TO[,FROM=TO]" moves an origin
-   * the module forwards to (FROM: a routed audience or an origin) to another
-   * one; the local config reads it from the GATEWAY_UPSTREAM_OVERRIDE
-   * environment variable. Unset in production.
+   * A Cron Trigger (Cloudflare; workerd runs no cron): fetches every key
+   * source from its provider and, with env.KEYS bound, stores each document
+   * for the isolates that serve. Nothing to do for a module that fetches no
+   * keys.
    */
-  fetch(request, env) {
-    const text = env.UPSTREAM_OVERRIDE ?? "";
-    if (text !== overrideText) {
-      gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());
-      overrideText = text;
-    }
-    return gateway.fetch(request);
+  scheduled(controller, env, ctx) {
+    bind(env);
+    if (gateway.keys !== null) ctx.waitUntil(gateway.keys.refreshAll());
   },
 };
