@@ -39,9 +39,25 @@ features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-flo
 # Only the callbacks the filter uses stay exported (deploy/envoy/filter/exports.json):
 # the SDK exports every proxy_on_* callback, and Envoy calls each one the
 # module exports (response body, log, done: three calls into the VM per
-# request that do nothing here) and skips the ones it does not.
+# request that do nothing here) and skips the ones it does not. A filter
+# that fetches keys (its configuration starts a tick) also keeps the tick
+# and the answer to its calls (exports-keys.json).
 kept=$(mktemp)
-trap 'rm -f "$kept"' EXIT
-node_modules/.bin/wasm-metadce "${features[@]}" -f deploy/envoy/filter/exports.json "$raw" -o "$kept" >/dev/null
+roots=$(mktemp)
+trap 'rm -f "$kept" "$roots"' EXIT
+metadce() { node_modules/.bin/wasm-metadce "${features[@]}" -f "$1" "$raw" -o "$kept" >/dev/null; }
+metadce deploy/envoy/filter/exports.json
+if node -e '
+const fs = require("node:fs");
+const imports = WebAssembly.Module.imports(new WebAssembly.Module(fs.readFileSync(process.argv[1])));
+process.exit(imports.some((i) => i.name === "proxy_set_tick_period_milliseconds") ? 0 : 1);
+' "$kept"; then
+  node -e '
+const fs = require("node:fs");
+const [base, keys, out] = process.argv.slice(1);
+fs.writeFileSync(out, JSON.stringify([base, keys].flatMap((f) => JSON.parse(fs.readFileSync(f, "utf8")))));
+' deploy/envoy/filter/exports.json deploy/envoy/filter/exports-keys.json "$roots"
+  metadce "$roots"
+fi
 "$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$kept" -o "$out"
 echo "==> $out: $(stat -c %s "$out") bytes after wasm-opt -Oz ($(stat -c %s "$raw") before)"

@@ -41,6 +41,8 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
     const proc = startProcess(ENVOY, [
       "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
       "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "1",
+      // The filter's key fetches log installs at info, refusals and failures at warn.
+      "--component-log-level", "wasm:info",
     ]);
     try {
       await waitForPort(proc, port, "envoy");

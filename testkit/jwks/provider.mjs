@@ -74,7 +74,8 @@ export function jwksOf(keys, extra = {}) {
  * answers):
  *   "ok" | "status500" | "hang" (never answers) | "drop" (half the body,
  *   then the connection is cut) | "huge" (10 MB of JSON) | "garbage"
- *   (not JSON) | "slow" (the body after `delayMs`)
+ *   (not JSON) | "slow" (the body after `delayMs`) | "latin1" (the document,
+ *   with a Cache-Control field holding a byte that is not UTF-8 text)
  * `fetches` lists every request: { path, at (ms since start) }.
  */
 export async function startProvider({ issuer = "http://idp.test" } = {}) {
@@ -127,6 +128,10 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
         res.write(body.slice(0, Math.floor(body.length / 2)));
         return setTimeout(() => res.socket?.destroy(), 20);
       }
+      case "latin1":
+        // Node writes a field's characters up to U+00FF as single bytes: 0xFF here.
+        res.writeHead(200, { ...headers, "cache-control": "max-age=5\u00ff" });
+        return res.end(body);
       case "slow":
         return setTimeout(() => {
           res.writeHead(200, headers);

@@ -216,6 +216,18 @@ for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
       provider.publish("*", jwksOf([keyA, keyB, keyC]));
     });
 
+    test("a response field that is not UTF-8 text changes nothing: the document is installed", async () => {
+      provider.behave("latin1");
+      provider.publish("*", jwksOf([keyA, keyB]));
+      const since = provider.now();
+      await waitForFetch(provider, "/jwks", since);
+      const ok = await until(host.port, signToken(keyB, claims(IDP)), 200);
+      assert.equal(ok.status, 200, ok.body);
+      assert.equal((await call(host.port, signToken(keyA, claims(IDP)))).status, 200);
+      provider.behave("ok");
+      provider.publish("*", jwksOf([keyA, keyB, keyC]));
+    });
+
     test("a flood of tokens with made-up kids costs at most one extra fetch per refetch interval", async () => {
       provider.behave("ok");
       provider.publish("/keys.json", jwksOf([keyA]));

@@ -2,32 +2,23 @@
 //! out. Every failure here answers 500 ("gateway module failed") and the
 //! request goes nowhere: the filter fails closed.
 
-use std::cell::RefCell;
 use std::time::UNIX_EPOCH;
 
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType, MapType, Status};
-use worker::abi::Instance;
 
 use contract::fields::HostAnswer;
 
 use crate::UPSTREAM_HEADER;
 use crate::decision::{self, Answer, Decision, Forward, Operation};
 use crate::input::{self, HeaderMap, Scheme};
+use crate::instance::INSTANCE;
 use crate::raw;
 
 proxy_wasm::main! {{
-    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root) });
+    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
 }}
-
-thread_local! {
-    /// The core's buffers, shared by every request of this VM: Envoy calls a
-    /// VM from one thread, and a request is decided within one call. A const
-    /// initializer puts the instance (64 KiB) in zeroed static memory: built
-    /// at run time it would pass through the 32 KiB stack.
-    static INSTANCE: RefCell<Instance> = const { RefCell::new(Instance::new()) };
-}
 
 /// Why a request could not be decided or carried out.
 #[derive(Debug, thiserror::Error)]
@@ -55,13 +46,46 @@ impl From<Status> for FilterError {
     }
 }
 
-struct Root;
+/// The VM's root context: it makes the request contexts and, when the core
+/// fetches keys at run time, fetches them (`crate::keys`).
+#[derive(Default)]
+struct Root {
+    #[cfg(runtime_keys)]
+    keys: crate::keys::KeyFetcher,
+}
 
-impl Context for Root {}
+impl Context for Root {
+    #[cfg(runtime_keys)]
+    fn on_http_call_response(
+        &mut self,
+        token_id: u32,
+        num_headers: usize,
+        body_size: usize,
+        _trailers: usize,
+    ) {
+        self.keys.response(token_id, num_headers, body_size);
+    }
+}
 
 impl RootContext for Root {
     fn get_type(&self) -> Option<ContextType> {
         Some(ContextType::HttpContext)
+    }
+
+    #[cfg(runtime_keys)]
+    fn on_vm_start(&mut self, _vm_configuration_size: usize) -> bool {
+        self.keys = crate::keys::KeyFetcher::load();
+        true
+    }
+
+    #[cfg(runtime_keys)]
+    fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
+        self.keys.configure()
+    }
+
+    #[cfg(runtime_keys)]
+    fn on_tick(&mut self) {
+        self.keys.tick();
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
@@ -116,7 +140,7 @@ impl HttpContext for Gateway {
 impl Gateway {
     /// Decides the request and carries out the decision.
     fn gate(&mut self) -> Result<Action, FilterError> {
-        let headers = raw::request_headers().map_err(FilterError::HostCode)?;
+        let headers = raw::header_map(raw::HTTP_REQUEST_HEADERS).map_err(FilterError::HostCode)?;
         let headers = HeaderMap::parse(&headers)?;
         // The connection's facts, never the client's headers: TLS on the
         // downstream connection, and its peer address (with use_remote_address,
@@ -136,7 +160,14 @@ impl Gateway {
             let len = input::write_input(scheme, peer, &headers, instance.input_mut())?;
             match decision::decide_written(&mut instance, len, now)? {
                 Decision::Forward(forward) => self.forward(&forward),
-                Decision::Answer(answer) => answer_with(&answer),
+                Decision::Answer(answer) => {
+                    // The core asks for this issuer's keys: the root context fetches them.
+                    #[cfg(runtime_keys)]
+                    if let Some(issuer) = answer.refresh_keys {
+                        crate::keys::ask(issuer);
+                    }
+                    answer_with(&answer)
+                }
             }
         })
     }

@@ -8,17 +8,27 @@
 //! |---|---|
 //! | [`input`] | the context line and the request head, from Envoy's serialized header map into the core's input buffer |
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
+//! | [`schedule`] | when an issuer's keys are fetched: refresh, `max-age`, backoff, asked-for fetches |
+//! | [`fetch`] | a key fetch through Envoy: the cluster for a URL, what a response amounts to, the log line |
 //! | `filter` (wasm32 only) | the proxy-wasm contexts: Envoy's calls in, header edits and replies out |
-//! | `raw` (wasm32 only) | the per-request host calls that read the header map and properties without copies |
+//! | `keys` (wasm32, a config that fetches keys) | the root context's fetches: `dispatch_http_call` out, the documents into the core |
+//! | `instance` (wasm32 only) | the VM's one core instance, for both |
+//! | `raw` (wasm32 only) | the host calls made without the SDK: the header map and properties without copies, a fetch's answer without panics |
 //!
 //! How the upstream is chosen (a header the route table matches) and why is
 //! in `deploy/envoy/README.md`.
 
 pub mod decision;
+pub mod fetch;
 pub mod input;
+pub mod schedule;
 
 #[cfg(target_arch = "wasm32")]
 mod filter;
+#[cfg(target_arch = "wasm32")]
+mod instance;
+#[cfg(all(target_arch = "wasm32", runtime_keys))]
+mod keys;
 #[cfg(target_arch = "wasm32")]
 mod raw;
 

@@ -20,8 +20,21 @@ pub struct RenderArgs {
     pub admin: Option<SocketAddr>,
     /// `--upstream-override KEY=URL`, repeatable.
     pub upstream_overrides: BTreeMap<String, String>,
-    /// The renderer's own flags, by name, with their values.
-    pub own: BTreeMap<String, String>,
+    /// The renderer's own flags, by name, with their values in order (a
+    /// flag may be repeated).
+    pub own: BTreeMap<String, Vec<String>>,
+}
+
+impl RenderArgs {
+    /// The last value of the renderer's own flag `flag`, if it was given.
+    pub fn own_value(&self, flag: &str) -> Option<&str> {
+        self.own.get(flag).and_then(|values| values.last()).map(String::as_str)
+    }
+
+    /// Every value of the renderer's own flag `flag`, in order.
+    pub fn own_values(&self, flag: &str) -> &[String] {
+        self.own.get(flag).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// Parses `args`; `own_flags` are the renderer's own flags, each taking a
@@ -53,7 +66,7 @@ pub fn parse(mut args: impl Iterator<Item = String>, own_flags: &[&str]) -> Resu
             "-h" | "--help" => return Err(String::new()),
             own if own_flags.contains(&own) => {
                 let text = value()?;
-                parsed.own.insert(flag, text);
+                parsed.own.entry(flag).or_default().push(text);
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -118,21 +131,24 @@ mod tests {
     use super::*;
 
     fn args(text: &str) -> Result<RenderArgs, String> {
-        parse(text.split_whitespace().map(str::to_owned), &["--module"])
+        parse(text.split_whitespace().map(str::to_owned), &["--module", "--key-origin"])
     }
 
     #[test]
     fn parses_shared_and_own_flags() {
         let parsed = args(
             "--config c.toml --listen 127.0.0.1:1 --admin [::1]:2 --upstream-override a=http://h \
-             --module m.wasm --out o.yaml",
+             --module m.wasm --key-origin https://a --out o.yaml --key-origin https://b",
         )
         .expect("parses");
         assert_eq!(parsed.config, PathBuf::from("c.toml"));
         assert_eq!(parsed.listen.port(), 1);
         assert_eq!(parsed.admin.map(|a| a.port()), Some(2));
         assert_eq!(parsed.upstream_overrides.get("a").map(String::as_str), Some("http://h"));
-        assert_eq!(parsed.own.get("--module").map(String::as_str), Some("m.wasm"));
+        assert_eq!(parsed.own_value("--module"), Some("m.wasm"));
+        assert_eq!(parsed.own_values("--key-origin"), ["https://a", "https://b"]);
+        assert_eq!(parsed.own_value("--key-origin"), Some("https://b"));
+        assert!(parsed.own_values("--other").is_empty());
         assert_eq!(parsed.out, Some(PathBuf::from("o.yaml")));
     }
 

@@ -49,15 +49,48 @@ pub struct FilterOptions {
     /// to connect to instead, as `host-sim serve --upstream-override` takes
     /// them: tests point the clusters at their own servers. The filter's
     /// decision is unchanged; only the cluster's address and `Host` move.
+    /// A key source's origin moves the same way.
     pub upstream_overrides: BTreeMap<String, String>,
+    /// Origins to render a key cluster for beside the config's key sources
+    /// (`--key-origin`): a `jwks_uri` on another origin than its issuer's.
+    pub key_origins: Vec<String>,
+    /// The CA bundle `https` key clusters verify providers with.
+    pub ca_bundle: String,
 }
 
-/// The origins the config forwards to, each with the origin Envoy connects
-/// to (itself unless overridden), in route order without repeats.
+impl Default for FilterOptions {
+    /// `envoy-filter`'s defaults: 127.0.0.1:10000, no admin interface,
+    /// `dist/gateway-envoy.wasm`, no override, the system CA bundle.
+    fn default() -> Self {
+        FilterOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 10000)),
+            admin: None,
+            module: PathBuf::from("dist/gateway-envoy.wasm"),
+            upstream_overrides: BTreeMap::new(),
+            key_origins: Vec::new(),
+            ca_bundle: crate::keys::DEFAULT_CA_BUNDLE.to_owned(),
+        }
+    }
+}
+
+/// Every origin the bootstrap connects to, each with the origin Envoy
+/// connects to instead (itself unless overridden).
+struct Origins {
+    /// The routes' origins, in route order without repeats.
+    routes: Vec<(String, String)>,
+    /// The key sources' origins and `--key-origin`s.
+    keys: Vec<(String, String)>,
+}
+
+/// The origins the config forwards to and fetches keys from, with the
+/// overrides applied. A route's origin is moved to a plain `http` origin
+/// only; a key origin to any origin (`https` is verified).
 fn origins(
     config: &GatewayConfig,
     overrides: &BTreeMap<String, String>,
-) -> Result<Vec<(String, String)>, EnvoyError> {
+    extra_key_origins: &[String],
+) -> Result<Origins, EnvoyError> {
+    let key_origins = crate::keys::key_origins(config, extra_key_origins)?;
     // The contract's parser resolves an audience to its route's origin,
     // as host-sim and the workerd shim do.
     let routes: Vec<(String, String)> =
@@ -72,8 +105,14 @@ fn origins(
             _ => EnvoyError::BadUpstream { aud: key.clone(), upstream: to.clone() },
         })?;
         for (from, to) in resolved {
-            if config.routes.iter().all(|r| r.origin() != from) {
+            let routed = config.routes.iter().any(|r| r.origin() == from);
+            if !routed && !key_origins.contains(&from) {
                 return Err(EnvoyError::UnknownOrigin { origin: key.clone() });
+            }
+            // The contract's parser checked that `to` is an origin.
+            if !routed {
+                moved.insert(from, to);
+                continue;
             }
             if to.starts_with("https://") {
                 return Err(EnvoyError::TlsUpstream { aud: key.clone(), upstream: to });
@@ -96,32 +135,35 @@ fn origins(
         }
         out.push((origin.to_owned(), target));
     }
-    Ok(out)
+    let keys = key_origins
+        .into_iter()
+        .map(|origin| {
+            let target = moved.get(&origin).cloned().unwrap_or_else(|| origin.clone());
+            (origin, target)
+        })
+        .collect();
+    Ok(Origins { routes: out, keys })
 }
 
-fn wasm_filter(module: &str) -> Yaml {
+/// The gateway filter; `configuration`, when there is one, is the key
+/// clusters' table ([`crate::keys`]), which the filter reads as a string.
+fn wasm_filter(module: &str, configuration: Option<String>) -> Yaml {
+    let vm_config = map([
+        ("vm_id", text("gateway")),
+        // V8: the runtime in Envoy's release builds that runs proxy-wasm code.
+        ("runtime", text("envoy.wasm.runtime.v8")),
+        ("code", map([("local", map([("filename", text(module))]))])),
+    ]);
+    let mut config = vec![("name".to_owned(), text("gateway")), ("vm_config".to_owned(), vm_config)];
+    if let Some(table) = configuration {
+        let value = typed("google.protobuf.StringValue", map([("value", text(&table))]));
+        config.push(("configuration".to_owned(), value));
+    }
     map([
         ("name", text("envoy.filters.http.wasm")),
         (
             "typed_config",
-            typed(
-                "envoy.extensions.filters.http.wasm.v3.Wasm",
-                map([(
-                    "config",
-                    map([
-                        ("name", text("gateway")),
-                        (
-                            "vm_config",
-                            map([
-                                ("vm_id", text("gateway")),
-                                // V8: the runtime in Envoy's release builds that runs proxy-wasm code.
-                                ("runtime", text("envoy.wasm.runtime.v8")),
-                                ("code", map([("local", map([("filename", text(module))]))])),
-                            ]),
-                        ),
-                    ]),
-                )]),
-            ),
+            typed("envoy.extensions.filters.http.wasm.v3.Wasm", map([("config", Yaml::Map(config))])),
         ),
     ])
 }
@@ -165,7 +207,7 @@ fn upstream_failure_reply() -> Yaml {
     )])
 }
 
-fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
+fn http_connection_manager(module: &str, key_clusters: Option<String>, routes: Vec<Yaml>) -> Yaml {
     let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
     connection_manager(
         vec![
@@ -180,7 +222,7 @@ fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
             ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
             ("local_reply_config", upstream_failure_reply()),
         ],
-        vec![wasm_filter(module), router_filter()],
+        vec![wasm_filter(module, key_clusters), router_filter()],
         // The route's header, and the address Envoy records for an external
         // client: the upstream gets the plan only.
         &[UPSTREAM_HEADER, "x-envoy-external-address"],
@@ -192,7 +234,8 @@ fn http_connection_manager(module: &str, routes: Vec<Yaml>) -> Yaml {
 pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Result<Yaml, EnvoyError> {
     let mut routes = Vec::new();
     let mut clusters: Vec<Yaml> = Vec::new();
-    for (origin, target) in origins(config, &options.upstream_overrides)? {
+    let origins = origins(config, &options.upstream_overrides, &options.key_origins)?;
+    for (origin, target) in origins.routes {
         let bad = || EnvoyError::BadUpstream { aud: origin.clone(), upstream: target.clone() };
         let upstream = split_upstream(&target).ok_or_else(bad)?;
         // The Host the upstream sees is its own, as every host sends it.
@@ -202,7 +245,11 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
         add_cluster(&mut clusters, &upstream);
     }
     routes.push(module_failed());
-    let manager = http_connection_manager(&options.module.to_string_lossy(), routes);
+    for (origin, target) in &origins.keys {
+        clusters.push(crate::keys::key_cluster(origin, target, &options.ca_bundle)?);
+    }
+    let table = (!origins.keys.is_empty()).then(|| crate::keys::cluster_table(&origins.keys));
+    let manager = http_connection_manager(&options.module.to_string_lossy(), table, routes);
     Ok(bootstrap(options.listen, options.admin, manager, clusters))
 }
 
@@ -235,12 +282,7 @@ mod tests {
     }
 
     fn options() -> FilterOptions {
-        FilterOptions {
-            listen: "127.0.0.1:10000".parse().expect("address"),
-            admin: None,
-            module: PathBuf::from("dist/gateway-envoy.wasm"),
-            upstream_overrides: BTreeMap::new(),
-        }
+        FilterOptions::default()
     }
 
     #[test]

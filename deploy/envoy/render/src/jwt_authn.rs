@@ -85,6 +85,11 @@ pub enum EnvoyError {
         /// The upstream URL.
         upstream: String,
     },
+    /// A `--key-origin` that is not an http(s) origin.
+    BadKeyOrigin {
+        /// The value given.
+        origin: String,
+    },
 }
 
 impl fmt::Display for EnvoyError {
@@ -104,6 +109,12 @@ impl fmt::Display for EnvoyError {
                 f,
                 "route {aud:?}: {upstream:?} is https, which the Envoy peer does not render (plain http upstreams only)"
             ),
+            EnvoyError::BadKeyOrigin { origin } => {
+                write!(
+                    f,
+                    "key origin {origin:?} must be an http:// or https:// origin: scheme, host, optional port"
+                )
+            }
             EnvoyError::NotMirrored { what } => {
                 write!(f, "the jwt_authn peer renders one issuer and no policy; this config has {what}")
             }
@@ -272,6 +283,8 @@ pub(crate) fn socket_address(address: &str, port: u16) -> Yaml {
 
 /// An upstream base URL taken apart: where the cluster connects and the path prefix.
 pub(crate) struct Upstream<'a> {
+    /// `https`: the cluster speaks TLS (only key origins may; routes refuse it).
+    pub(crate) tls: bool,
     /// `host[:port]` as written, for the cluster's name and the `Host` header.
     pub(crate) authority: &'a str,
     /// The host without IPv6 brackets.
@@ -281,16 +294,19 @@ pub(crate) struct Upstream<'a> {
     pub(crate) base_path: &'a str,
 }
 
-/// Splits an `http://` URL that [`is_upstream_url`] accepted.
+/// Splits an `http://` or `https://` URL that [`is_upstream_url`] accepted.
 pub(crate) fn split_upstream(url: &str) -> Option<Upstream<'_>> {
-    let rest = url.strip_prefix("http://")?;
+    let (tls, rest) = match url.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, url.strip_prefix("http://")?),
+    };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let (host, port) = match authority.rfind(':') {
         Some(i) if !authority[i..].contains(']') => (&authority[..i], authority[i + 1..].parse().ok()?),
-        _ => (authority, 80),
+        _ => (authority, if tls { 443 } else { 80 }),
     };
     let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    Some(Upstream { authority, host, port, base_path: path.trim_end_matches('/') })
+    Some(Upstream { tls, authority, host, port, base_path: path.trim_end_matches('/') })
 }
 
 /// Base64url without padding, for the JWK's `k` (RFC 7518 section 6.4.1).
@@ -543,24 +559,27 @@ pub(crate) fn bootstrap(
 }
 
 pub(crate) fn cluster(upstream: &Upstream<'_>) -> Yaml {
+    named_cluster(upstream.authority, upstream.host, upstream.port)
+}
+
+/// A cluster `name` with the one endpoint `host:port` (`host` without IPv6
+/// brackets), plain HTTP.
+pub(crate) fn named_cluster(name: &str, host: &str, port: u16) -> Yaml {
     // An IP address needs no resolver; a name is looked up as Envoy does for one host.
-    let kind = if upstream.host.parse::<IpAddr>().is_ok() { "STATIC" } else { "LOGICAL_DNS" };
+    let kind = if host.parse::<IpAddr>().is_ok() { "STATIC" } else { "LOGICAL_DNS" };
     map([
-        ("name", text(upstream.authority)),
+        ("name", text(name)),
         ("type", text(kind)),
         ("connect_timeout", text(CONNECT_TIMEOUT)),
         (
             "load_assignment",
             map([
-                ("cluster_name", text(upstream.authority)),
+                ("cluster_name", text(name)),
                 (
                     "endpoints",
                     Yaml::List(vec![map([(
                         "lb_endpoints",
-                        Yaml::List(vec![map([(
-                            "endpoint",
-                            map([("address", socket_address(upstream.host, upstream.port))]),
-                        )])]),
+                        Yaml::List(vec![map([("endpoint", map([("address", socket_address(host, port))]))])]),
                     )])]),
                 ),
             ]),

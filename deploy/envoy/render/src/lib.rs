@@ -9,9 +9,11 @@
 //! | module | job |
 //! |---|---|
 //! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
+//! | [`keys`] | the gateway filter's clusters for keys fetched at run time, and their table for the filter |
 //! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router; the YAML model both use |
 //! | [`cli`] | the command line both renderers share |
 
 pub mod cli;
 pub mod filter;
 pub mod jwt_authn;
+pub mod keys;

@@ -1,14 +1,20 @@
 //! `envoy-filter`: writes the Envoy bootstrap that runs the gateway filter
 //! (`dist/gateway-envoy.wasm`) with one route and cluster per origin of a
-//! gateway config (see `gateway_envoy_render::filter`). `make deploy-envoy`
-//! and the Envoy conformance tests run it.
+//! gateway config, and a cluster per origin it fetches signing keys from
+//! (see `gateway_envoy_render::filter` and `::keys`). `make deploy-envoy`
+//! and the Envoy tests run it.
 //!
 //! usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR]
-//!                     [--module FILE] [--upstream-override FROM=ORIGIN]... [--out FILE]
+//!                     [--module FILE] [--upstream-override FROM=ORIGIN]...
+//!                     [--key-origin ORIGIN]... [--ca-bundle FILE] [--out FILE]
 //!
-//! FROM is an origin the config forwards to, or an audience (its route's
-//! origin). `--module` is the filter as Envoy opens it (default
-//! `dist/gateway-envoy.wasm`). Without `--out` the YAML goes to stdout.
+//! FROM is an origin the config forwards to or fetches keys from, or an
+//! audience (its route's origin). `--module` is the filter as Envoy opens it
+//! (default `dist/gateway-envoy.wasm`). `--key-origin` adds a key cluster
+//! for an origin a discovery document's `jwks_uri` names beside its
+//! issuer's; `--ca-bundle` is what `https` key clusters verify providers
+//! with (default `/etc/ssl/certs/ca-certificates.crt`). Without `--out` the
+//! YAML goes to stdout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,15 +22,19 @@ use std::process::ExitCode;
 use gateway_envoy_render::filter::FilterOptions;
 
 const USAGE: &str = "usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR] [--module FILE] \
-                     [--upstream-override FROM=ORIGIN]... [--out FILE]";
+                     [--upstream-override FROM=ORIGIN]... [--key-origin ORIGIN]... [--ca-bundle FILE] [--out FILE]";
 
 fn main() -> ExitCode {
-    gateway_envoy_render::cli::main(USAGE, &["--module"], false, |config, args| {
+    let own = ["--module", "--key-origin", "--ca-bundle"];
+    gateway_envoy_render::cli::main(USAGE, &own, false, |config, args| {
+        let defaults = FilterOptions::default();
         let options = FilterOptions {
             listen: args.listen,
             admin: args.admin,
-            module: PathBuf::from(args.own.get("--module").map_or("dist/gateway-envoy.wasm", String::as_str)),
+            module: args.own_value("--module").map_or(defaults.module, PathBuf::from),
             upstream_overrides: args.upstream_overrides.clone(),
+            key_origins: args.own_values("--key-origin").to_vec(),
+            ca_bundle: args.own_value("--ca-bundle").map_or(defaults.ca_bundle, str::to_owned),
         };
         gateway_envoy_render::filter::to_yaml(config, &options).map_err(|e| e.to_string())
     })

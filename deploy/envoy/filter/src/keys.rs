@@ -1,0 +1,266 @@
+//! Keys fetched at run time, on the root context of each VM (`worker/ABI.md`,
+//! "Keys fetched at run time"). At VM start it reads the core's key-source
+//! table; every tick it starts the fetches that are due
+//! ([`crate::schedule`]) with `dispatch_http_call` on the origin's cluster
+//! (the renderer's table in the filter's configuration, [`KeyClusters`]);
+//! each response's body goes into the core's document buffer, and the core
+//! reads it (`discovered`, `install_keys`). The filter reads no document.
+//!
+//! Each VM (one per Envoy worker thread) fetches and installs for its own
+//! core; decisions that ask for keys (`~` lines) reach this VM's root
+//! context through [`ask`], as contexts of one VM share its thread.
+
+use std::cell::RefCell;
+use std::time::{Duration, UNIX_EPOCH};
+
+use contract::key_sources::{self, SourceKind};
+use proxy_wasm::hostcalls;
+use proxy_wasm::types::LogLevel;
+use worker::abi::compiled_config;
+use worker::keys::DOCUMENT_CAPACITY;
+
+use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, failure, log_line};
+use crate::input::HeaderMap;
+use crate::instance::INSTANCE;
+use crate::raw;
+use crate::schedule::Schedule;
+
+/// How often the root context looks at its schedules and at the fetches
+/// decisions asked for: the most an asked-for fetch waits to start.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// How long past a fetch's timeout a call Envoy never answered is given up:
+/// Envoy answers every call (a timeout is its 504), so this only keeps a
+/// lost call from stopping the issuer's fetches for good.
+const LOST_CALL_GRACE_MS: u64 = 5000;
+
+thread_local! {
+    /// Issuers whose keys decisions asked for since the last tick.
+    static ASKED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A decision asked for `issuer`'s keys (its answer had a `~` line): the
+/// next tick fetches them, unless a fetch is under way or started within
+/// the issuer's `refetch_secs`.
+pub(crate) fn ask(issuer: u8) {
+    ASKED.with(|asked| {
+        let mut asked = asked.borrow_mut();
+        if !asked.contains(&issuer) {
+            asked.push(issuer);
+        }
+    });
+}
+
+/// One issuer's source, its schedule and the call under way.
+struct Source {
+    issuer: u8,
+    kind: SourceKind,
+    url: String,
+    timeout_ms: u32,
+    /// The JWKS document a discovery document named, kept while it serves:
+    /// a fetch that fails or is refused forgets it, so that the next one
+    /// asks the discovery document again.
+    jwks_uri: Option<String>,
+    schedule: Schedule,
+    call: Option<Call>,
+}
+
+/// A call under way: its token, the URL it fetches, whether that is the
+/// JWKS document (or the discovery document), and when it started.
+struct Call {
+    token: u32,
+    url: String,
+    jwks: bool,
+    started_at: u64,
+}
+
+/// The VM's fetches: the core's sources and the renderer's clusters.
+#[derive(Default)]
+pub(crate) struct KeyFetcher {
+    sources: Vec<Source>,
+    clusters: KeyClusters,
+}
+
+impl KeyFetcher {
+    /// The sources the core lists. A table that cannot be read is logged
+    /// and fetches nothing: the core then answers 503 for tokens that need
+    /// fetched keys.
+    pub(crate) fn load() -> Self {
+        let sources = INSTANCE.with(|cell| {
+            let mut instance = cell.borrow_mut();
+            instance.key_sources(compiled_config());
+            key_sources::decode(instance.output())
+                .map(|source| {
+                    source.map(|s| Source {
+                        issuer: s.issuer,
+                        kind: s.kind,
+                        url: s.url.to_owned(),
+                        timeout_ms: s.timeout_ms,
+                        jwks_uri: None,
+                        schedule: Schedule::new(s.refresh_secs, s.refetch_secs),
+                        call: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let sources = sources.unwrap_or_else(|e| {
+            log(LogLevel::Error, &format!("keys: the module's key-source table: {e}; no keys are fetched"));
+            Vec::new()
+        });
+        KeyFetcher { sources, clusters: KeyClusters::default() }
+    }
+
+    /// Reads the renderer's cluster table from the filter's configuration
+    /// and starts the ticks. A table that cannot be read fails the
+    /// configuration: Envoy refuses it with the line.
+    pub(crate) fn configure(&mut self) -> bool {
+        let text = raw::buffer(raw::PLUGIN_CONFIGURATION, usize::MAX).ok().flatten().unwrap_or_default();
+        match KeyClusters::parse(&String::from_utf8_lossy(&text)) {
+            Ok(clusters) => self.clusters = clusters,
+            Err(e) => {
+                log(LogLevel::Error, &format!("keys: {e}"));
+                return false;
+            }
+        }
+        hostcalls::set_tick_period(TICK).is_ok()
+    }
+
+    /// Starts every fetch that is due, asked for, or whose call was lost.
+    pub(crate) fn tick(&mut self) {
+        let now = now_ms();
+        for issuer in ASKED.with(|asked| std::mem::take(&mut *asked.borrow_mut())) {
+            if let Some(source) = self.sources.iter_mut().find(|s| s.issuer == issuer) {
+                source.schedule.ask(now);
+            }
+        }
+        for i in 0..self.sources.len() {
+            let source = &self.sources[i];
+            let limit = u64::from(source.timeout_ms) + LOST_CALL_GRACE_MS;
+            let lost = source.call.as_ref().filter(|call| now.saturating_sub(call.started_at) > limit);
+            if let Some(url) = lost.map(|call| call.url.clone()) {
+                self.finish(i, &url, Outcome::Failed(Failure::TimedOut), None, now);
+            }
+            let source = &mut self.sources[i];
+            if source.schedule.due(now) {
+                source.schedule.start(now);
+                let (url, jwks) = match (source.kind, &source.jwks_uri) {
+                    (SourceKind::Jwks, _) => (source.url.clone(), true),
+                    (SourceKind::Discovery, Some(uri)) => (uri.clone(), true),
+                    (SourceKind::Discovery, None) => (source.url.clone(), false),
+                };
+                self.dispatch(i, url, jwks, now);
+            }
+        }
+    }
+
+    /// Envoy's answer to call `token`: `num_headers` 0 when it failed.
+    pub(crate) fn response(&mut self, token: u32, num_headers: usize, body_size: usize) {
+        let Some(i) = self.sources.iter().position(|s| s.call.as_ref().is_some_and(|c| c.token == token))
+        else {
+            return;
+        };
+        let Some(call) = self.sources[i].call.take() else { return };
+        let now = now_ms();
+        match read_answer(num_headers, body_size) {
+            Ok((document, max_age)) => self.hand_over(i, call, &document, max_age, now),
+            Err(failure) => self.finish(i, &call.url, Outcome::Failed(failure), None, now),
+        }
+    }
+
+    /// Gives the core the document `call` fetched: a discovery document's
+    /// `jwks_uri` is fetched next; a JWKS document ends the fetch.
+    fn hand_over(&mut self, i: usize, call: Call, document: &[u8], max_age: Option<u64>, now: u64) {
+        let issuer = u32::from(self.sources[i].issuer);
+        let (accepted, output) = INSTANCE.with(|cell| {
+            let mut instance = cell.borrow_mut();
+            // The caller refused a longer document unread.
+            let len = document.len().min(DOCUMENT_CAPACITY);
+            instance.keys_input_mut()[..len].copy_from_slice(&document[..len]);
+            let (len, config) = (len as u32, compiled_config());
+            let result = match call.jwks {
+                true => instance.install_keys(issuer, len, now as f64 / 1000.0, config),
+                false => instance.discovered(issuer, len, config),
+            };
+            (result >= 0, String::from_utf8_lossy(instance.output()).into_owned())
+        });
+        match (accepted, call.jwks) {
+            (true, true) => self.finish(i, &call.url, Outcome::Installed(output), max_age, now),
+            (true, false) => {
+                self.sources[i].jwks_uri = Some(output.clone());
+                self.dispatch(i, output, true, now);
+            }
+            (false, _) => self.finish(i, &call.url, Outcome::Refused(output), None, now),
+        }
+    }
+
+    /// Sends the `GET` for `url` on source `i`'s behalf; a call Envoy
+    /// cannot make ends the fetch.
+    fn dispatch(&mut self, i: usize, url: String, jwks: bool, now: u64) {
+        let timeout = Duration::from_millis(u64::from(self.sources[i].timeout_ms));
+        let token = self.clusters.request(&url).and_then(|request| {
+            hostcalls::dispatch_http_call(request.cluster, request.fields(), None, vec![], timeout)
+                .map_err(|status| Failure::Dispatch(request.cluster.to_owned(), format!("{status:?}")))
+        });
+        match token {
+            Ok(token) => self.sources[i].call = Some(Call { token, url, jwks, started_at: now }),
+            Err(failure) => self.finish(i, &url, Outcome::Failed(failure), None, now),
+        }
+    }
+
+    /// Logs the fetch's outcome and schedules the next one.
+    fn finish(&mut self, i: usize, url: &str, outcome: Outcome, max_age: Option<u64>, now: u64) {
+        let source = &mut self.sources[i];
+        source.call = None;
+        let level = if outcome.is_warning() { LogLevel::Warn } else { LogLevel::Info };
+        log(level, &log_line(source.issuer, url, &outcome));
+        match outcome {
+            Outcome::Installed(_) => source.schedule.succeeded(now, max_age),
+            Outcome::Refused(_) | Outcome::Failed(_) => {
+                source.jwks_uri = None;
+                source.schedule.failed(now);
+            }
+        }
+    }
+}
+
+/// The document of the answer to a call, and its `max-age`; or why there
+/// is none. Read as bytes with the raw host calls: nothing a provider sends
+/// can make the filter trap.
+fn read_answer(num_headers: usize, body_size: usize) -> Result<(Vec<u8>, Option<u64>), Failure> {
+    // No fields: Envoy reports the call failed (a reset).
+    let fields = match num_headers {
+        0 => Vec::new(),
+        _ => raw::header_map(raw::HTTP_CALL_RESPONSE_HEADERS).map_err(Failure::HostCall)?,
+    };
+    let answer = HeaderMap::parse(&fields).map(|m| answer_fields(m.fields())).unwrap_or_default();
+    let body = |max| {
+        raw::buffer(raw::HTTP_CALL_RESPONSE_BODY, max)
+            .map(Option::unwrap_or_default)
+            .map_err(Failure::HostCall)
+    };
+    let envoy_text;
+    let result = match answer.status {
+        None => CallResult::Reset,
+        Some(code) if answer.from_provider => CallResult::Provider(code, body_size),
+        Some(code) => {
+            envoy_text = String::from_utf8_lossy(&body(200)?).into_owned();
+            CallResult::Envoy(code, &envoy_text)
+        }
+    };
+    match failure(result, DOCUMENT_CAPACITY) {
+        Some(failure) => Err(failure),
+        None => Ok((body(body_size)?, answer.max_age)),
+    }
+}
+
+/// Envoy's clock in milliseconds since the epoch (0 when it cannot be read).
+fn now_ms() -> u64 {
+    hostcalls::get_current_time()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn log(level: LogLevel, line: &str) {
+    let _ = hostcalls::log(level, line);
+}
