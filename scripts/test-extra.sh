@@ -23,7 +23,7 @@ REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/con
 # testkit/jwks: keys fetched at run time on every host, from a test
 # provider that rotates keys and misbehaves on demand.
 echo "==> node --test testkit/jwks/"
-REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=300000 testkit/jwks/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/jwks/
 
 # fuzz/: a smoke run of each fuzz target (`make fuzz` runs longer).
 echo "==> security: fuzz smoke run, ${FUZZ_SMOKE_SECONDS:-10}s per target"
