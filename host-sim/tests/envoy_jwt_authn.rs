@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{Guard, head, send};
-use gateway_envoy_render::jwt_authn::EnvoyOptions;
+use gateway_envoy_render::bootstrap::EnvoyOptions;
 use testkit::tokens::{Claims, mint, mint_for};
 
 /// The Envoy binary: $ENVOY, or the one `make envoy` installs.

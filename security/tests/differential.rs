@@ -62,11 +62,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use testkit::gateway::{Verdict, bearer_request, config, fixture_secret, mint, sign};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use testkit::gateway::{Verdict, bearer_request, config, fixture_secret, mint, sign};
 
 /// How many tokens to generate; the test asserts at least 10 000 are compared.
 const TOKENS: usize = 24_000;

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use testkit::gateway::{Decision, Gateway, Native};
 use runtime::{EngineOptions, ModuleSource};
 use runtime::{Reusable, Runtime};
+use testkit::gateway::{Decision, Gateway, Native};
 
 /// The module built from the test fixture by `make fixture`.
 pub fn module_path() -> PathBuf {

@@ -17,10 +17,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::jwt_authn::{
-    EnvoyError, Yaml, add_cluster, bootstrap, connection_manager, header_route, map, router_filter,
-    split_upstream, text, typed,
+use crate::bootstrap::{
+    EnvoyError, add_cluster, bootstrap, connection_manager, header_route, router_filter, split_upstream,
 };
+use crate::yaml::{Yaml, map, text, typed};
 use gateway_config::{GatewayConfig, is_upstream_url};
 
 /// The request header the filter sets to the forward's origin for the routes to match.
@@ -268,7 +268,7 @@ pub fn to_yaml(config: &GatewayConfig, options: &FilterOptions) -> Result<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jwt_authn::tree::{HCM, at, str_at};
+    use crate::yaml::tree::{HCM, at, str_at};
     use gateway_config::parse;
     use std::path::Path;
 

@@ -21,293 +21,19 @@
 //! statuses: a disallowed audience is a 403 there; a token whose `aud` is a
 //! list is refused by the last route), `deploy/envoy/README.md` says so.
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::net::{IpAddr, SocketAddr};
-
 use gateway_config::{GatewayConfig, is_upstream_url};
+
+use crate::bootstrap::{
+    EnvoyError, EnvoyOptions, add_cluster, bootstrap, connection_manager, header_route, router_filter,
+    split_upstream,
+};
+use crate::yaml::{Yaml, map, text, typed};
 
 /// The header that carries the token's subject upstream, as the gateway names it.
 pub const SUBJECT_HEADER: &str = "x-gateway-subject";
 
 /// The header Envoy copies the token's audience into, for the routes to match on.
 pub const AUDIENCE_HEADER: &str = "x-gateway-audience";
-
-/// How long Envoy may take to connect to an upstream, as `host-sim serve` allows.
-const CONNECT_TIMEOUT: &str = "5s";
-
-/// Where Envoy listens and where the routes go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvoyOptions {
-    /// The listener clients connect to.
-    pub listen: SocketAddr,
-    /// Envoy's admin interface (stats, readiness); `None` renders none.
-    pub admin: Option<SocketAddr>,
-    /// Audience to upstream base URL, replacing the configured upstream:
-    /// tests and benchmarks point the routes at their own servers, as
-    /// `host-sim serve --upstream-override AUD=URL` does.
-    pub upstream_overrides: BTreeMap<String, String>,
-}
-
-/// Why the config cannot be rendered for Envoy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnvoyError {
-    /// An override names an audience that has no route.
-    UnknownAudience {
-        /// The audience named by the override.
-        aud: String,
-    },
-    /// An override names an origin that no route forwards to.
-    UnknownOrigin {
-        /// The origin named by the override.
-        origin: String,
-    },
-    /// An override's URL is not an upstream URL the config would accept.
-    BadUpstream {
-        /// The route's audience.
-        aud: String,
-        /// The URL given.
-        upstream: String,
-    },
-    /// The peer renders one `jwt_authn` provider: a config with several
-    /// issuers, or with rules, CORS or other policies, is not one it can
-    /// mirror, so it refuses rather than compare two different jobs.
-    NotMirrored {
-        /// What the peer cannot render.
-        what: &'static str,
-    },
-    /// An `https://` upstream: the rendered clusters speak plain HTTP, and
-    /// verifying an upstream's certificate needs a CA bundle that depends on
-    /// the machine, so the renderer refuses rather than connect unverified.
-    TlsUpstream {
-        /// The route's audience.
-        aud: String,
-        /// The upstream URL.
-        upstream: String,
-    },
-    /// A `--key-origin` that is not an http(s) origin.
-    BadKeyOrigin {
-        /// The value given.
-        origin: String,
-    },
-}
-
-impl fmt::Display for EnvoyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EnvoyError::UnknownAudience { aud } => {
-                write!(f, "upstream override for audience {aud:?}, which has no route")
-            }
-            EnvoyError::UnknownOrigin { origin } => {
-                write!(f, "upstream override for origin {origin:?}, which no route forwards to")
-            }
-            EnvoyError::BadUpstream { aud, upstream } => write!(
-                f,
-                "upstream override for {aud:?}: {upstream:?} must be an http:// URL: host, optional port, optional path"
-            ),
-            EnvoyError::TlsUpstream { aud, upstream } => write!(
-                f,
-                "route {aud:?}: {upstream:?} is https, which the Envoy peer does not render (plain http upstreams only)"
-            ),
-            EnvoyError::BadKeyOrigin { origin } => {
-                write!(
-                    f,
-                    "key origin {origin:?} must be an http:// or https:// origin: scheme, host, optional port"
-                )
-            }
-            EnvoyError::NotMirrored { what } => {
-                write!(f, "the jwt_authn peer renders one issuer and no policy; this config has {what}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for EnvoyError {}
-
-/// A YAML value: the little an Envoy bootstrap needs. Built as a tree so
-/// that tests check the structure and one writer does all the quoting.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Yaml {
-    /// A mapping, in the order written.
-    Map(Vec<(String, Yaml)>),
-    /// A sequence.
-    List(Vec<Yaml>),
-    /// A string, always written double-quoted.
-    Str(String),
-    /// An unsigned integer.
-    Int(u64),
-    /// A boolean.
-    Bool(bool),
-}
-
-impl Yaml {
-    /// The value under `key` when this is a mapping.
-    pub fn get(&self, key: &str) -> Option<&Yaml> {
-        match self {
-            Yaml::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    /// The text when this is a string.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Yaml::Str(text) => Some(text),
-            _ => None,
-        }
-    }
-
-    /// The items when this is a sequence (empty otherwise).
-    pub fn items(&self) -> &[Yaml] {
-        match self {
-            Yaml::List(items) => items,
-            _ => &[],
-        }
-    }
-
-    /// Block-style YAML text, two spaces per level.
-    pub fn to_yaml(&self) -> String {
-        let mut out = String::new();
-        self.write_block(&mut out, 0, false);
-        out
-    }
-
-    /// Writes a mapping or sequence one entry per line at `indent`; with
-    /// `continues_line`, the first entry goes on the current line (after `- `).
-    fn write_block(&self, out: &mut String, indent: usize, continues_line: bool) {
-        let pad = |out: &mut String, first: bool| {
-            if !(first && continues_line) {
-                out.push_str(&" ".repeat(indent));
-            }
-        };
-        match self {
-            Yaml::Map(entries) if !entries.is_empty() => {
-                for (i, (key, value)) in entries.iter().enumerate() {
-                    pad(out, i == 0);
-                    write_key(out, key);
-                    out.push(':');
-                    value.write_after(out, indent + 2, false);
-                }
-            }
-            Yaml::List(items) if !items.is_empty() => {
-                for (i, item) in items.iter().enumerate() {
-                    pad(out, i == 0);
-                    out.push('-');
-                    item.write_after(out, indent + 2, true);
-                }
-            }
-            _ => {
-                pad(out, true);
-                self.write_inline(out);
-                out.push('\n');
-            }
-        }
-    }
-
-    /// Writes this value after `key:` or, for a sequence item, `-`: a scalar
-    /// on the same line, a mapping starting on the same line only after `-`.
-    fn write_after(&self, out: &mut String, indent: usize, after_dash: bool) {
-        match self {
-            Yaml::Map(entries) if !entries.is_empty() && after_dash => {
-                out.push(' ');
-                self.write_block(out, indent, true);
-            }
-            Yaml::Map(entries) if !entries.is_empty() => {
-                out.push('\n');
-                self.write_block(out, indent, false);
-            }
-            Yaml::List(items) if !items.is_empty() => {
-                out.push('\n');
-                self.write_block(out, indent, false);
-            }
-            _ => {
-                out.push(' ');
-                self.write_inline(out);
-                out.push('\n');
-            }
-        }
-    }
-
-    fn write_inline(&self, out: &mut String) {
-        match self {
-            Yaml::Map(_) => out.push_str("{}"),
-            Yaml::List(_) => out.push_str("[]"),
-            Yaml::Str(text) => write_quoted(out, text),
-            Yaml::Int(n) => out.push_str(&n.to_string()),
-            Yaml::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        }
-    }
-}
-
-/// A key as written: bare when it is a plain identifier, quoted otherwise (`"@type"`).
-fn write_key(out: &mut String, key: &str) {
-    if !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        out.push_str(key);
-    } else {
-        write_quoted(out, key);
-    }
-}
-
-/// A YAML double-quoted scalar: `\` and `"` escaped, control characters as `\uXXXX`.
-fn write_quoted(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-pub(crate) fn map<const N: usize>(entries: [(&str, Yaml); N]) -> Yaml {
-    Yaml::Map(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
-pub(crate) fn text(value: &str) -> Yaml {
-    Yaml::Str(value.to_owned())
-}
-
-pub(crate) fn typed(type_name: &str, mut fields: Yaml) -> Yaml {
-    if let Yaml::Map(entries) = &mut fields {
-        entries.insert(0, ("@type".to_owned(), text(&format!("type.googleapis.com/{type_name}"))));
-    }
-    fields
-}
-
-pub(crate) fn socket_address(address: &str, port: u16) -> Yaml {
-    map([("socket_address", map([("address", text(address)), ("port_value", Yaml::Int(port.into()))]))])
-}
-
-/// An upstream base URL taken apart: where the cluster connects and the path prefix.
-pub(crate) struct Upstream<'a> {
-    /// `https`: the cluster speaks TLS (only key origins may; routes refuse it).
-    pub(crate) tls: bool,
-    /// `host[:port]` as written, for the cluster's name and the `Host` header.
-    pub(crate) authority: &'a str,
-    /// The host without IPv6 brackets.
-    pub(crate) host: &'a str,
-    pub(crate) port: u16,
-    /// The base path without a trailing slash; empty for none.
-    pub(crate) base_path: &'a str,
-}
-
-/// Splits an `http://` or `https://` URL that [`is_upstream_url`] accepted.
-pub(crate) fn split_upstream(url: &str) -> Option<Upstream<'_>> {
-    let (tls, rest) = match url.strip_prefix("https://") {
-        Some(rest) => (true, rest),
-        None => (false, url.strip_prefix("http://")?),
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = match authority.rfind(':') {
-        Some(i) if !authority[i..].contains(']') => (&authority[..i], authority[i + 1..].parse().ok()?),
-        _ => (authority, if tls { 443 } else { 80 }),
-    };
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    Some(Upstream { tls, authority, host, port, base_path: path.trim_end_matches('/') })
-}
 
 /// Base64url without padding, for the JWK's `k` (RFC 7518 section 6.4.1).
 fn encode_base64url(bytes: &[u8]) -> String {
@@ -399,20 +125,6 @@ fn header_mutation_filter() -> Yaml {
     ])
 }
 
-pub(crate) fn router_filter() -> Yaml {
-    map([
-        ("name", text("envoy.filters.http.router")),
-        (
-            "typed_config",
-            // No x-envoy-* headers upstream: the gateway adds none either.
-            typed(
-                "envoy.extensions.filters.http.router.v3.Router",
-                map([("suppress_envoy_headers", Yaml::Bool(true))]),
-            ),
-        ),
-    ])
-}
-
 /// The answer for a verified token whose audience has no route of its own,
 /// in the gateway's words.
 fn no_route(realm: &str) -> Yaml {
@@ -456,135 +168,6 @@ fn http_connection_manager(config: &GatewayConfig, routes: Vec<Yaml>) -> Yaml {
         &[AUDIENCE_HEADER],
         routes,
     )
-}
-
-/// An HTTP connection manager with `settings`, `filters`, and one virtual
-/// host for every domain holding `routes` and removing `headers_to_remove`
-/// from forwarded requests. It never generates an `x-request-id`: the
-/// gateway generates none.
-pub(crate) fn connection_manager(
-    settings: Vec<(&str, Yaml)>,
-    filters: Vec<Yaml>,
-    headers_to_remove: &[&str],
-    routes: Vec<Yaml>,
-) -> Yaml {
-    let mut fields = vec![("stat_prefix", text("gateway")), ("codec_type", text("AUTO"))];
-    fields.extend(settings);
-    fields.extend([
-        ("generate_request_id", Yaml::Bool(false)),
-        ("http_filters", Yaml::List(filters)),
-        (
-            "route_config",
-            map([
-                ("name", text("gateway")),
-                (
-                    "virtual_hosts",
-                    Yaml::List(vec![map([
-                        ("name", text("gateway")),
-                        ("domains", Yaml::List(vec![text("*")])),
-                        (
-                            "request_headers_to_remove",
-                            Yaml::List(headers_to_remove.iter().map(|h| text(h)).collect()),
-                        ),
-                        ("routes", Yaml::List(routes)),
-                    ])]),
-                ),
-            ]),
-        ),
-    ]);
-    map([
-        ("name", text("envoy.filters.network.http_connection_manager")),
-        (
-            "typed_config",
-            typed(
-                "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                Yaml::Map(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()),
-            ),
-        ),
-    ])
-}
-
-/// A route for requests whose `header` is exactly `value`, with `action`.
-pub(crate) fn header_route(header: &str, value: &str, action: Yaml) -> Yaml {
-    map([
-        (
-            "match",
-            map([
-                ("prefix", text("/")),
-                (
-                    "headers",
-                    Yaml::List(vec![map([
-                        ("name", text(header)),
-                        ("string_match", map([("exact", text(value))])),
-                    ])]),
-                ),
-            ]),
-        ),
-        ("route", action),
-    ])
-}
-
-/// Adds the cluster for `upstream` unless one of that name is there already.
-pub(crate) fn add_cluster(clusters: &mut Vec<Yaml>, upstream: &Upstream<'_>) {
-    if clusters.iter().all(|c| c.get("name").and_then(Yaml::as_str) != Some(upstream.authority)) {
-        clusters.push(cluster(upstream));
-    }
-}
-
-/// The bootstrap: an admin interface when asked for, one listener on
-/// `listen` running `connection_manager`, and `clusters`.
-pub(crate) fn bootstrap(
-    listen: SocketAddr,
-    admin: Option<SocketAddr>,
-    connection_manager: Yaml,
-    clusters: Vec<Yaml>,
-) -> Yaml {
-    let listener = map([
-        ("name", text("gateway")),
-        ("address", socket_address(&listen.ip().to_string(), listen.port())),
-        ("filter_chains", Yaml::List(vec![map([("filters", Yaml::List(vec![connection_manager]))])])),
-    ]);
-    let mut bootstrap = Vec::new();
-    if let Some(admin) = admin {
-        bootstrap.push((
-            "admin".to_owned(),
-            map([("address", socket_address(&admin.ip().to_string(), admin.port()))]),
-        ));
-    }
-    bootstrap.push((
-        "static_resources".to_owned(),
-        map([("listeners", Yaml::List(vec![listener])), ("clusters", Yaml::List(clusters))]),
-    ));
-    Yaml::Map(bootstrap)
-}
-
-pub(crate) fn cluster(upstream: &Upstream<'_>) -> Yaml {
-    named_cluster(upstream.authority, upstream.host, upstream.port)
-}
-
-/// A cluster `name` with the one endpoint `host:port` (`host` without IPv6
-/// brackets), plain HTTP.
-pub(crate) fn named_cluster(name: &str, host: &str, port: u16) -> Yaml {
-    // An IP address needs no resolver; a name is looked up as Envoy does for one host.
-    let kind = if host.parse::<IpAddr>().is_ok() { "STATIC" } else { "LOGICAL_DNS" };
-    map([
-        ("name", text(name)),
-        ("type", text(kind)),
-        ("connect_timeout", text(CONNECT_TIMEOUT)),
-        (
-            "load_assignment",
-            map([
-                ("cluster_name", text(name)),
-                (
-                    "endpoints",
-                    Yaml::List(vec![map([(
-                        "lb_endpoints",
-                        Yaml::List(vec![map([("endpoint", map([("address", socket_address(host, port))]))])]),
-                    )])]),
-                ),
-            ]),
-        ),
-    ])
 }
 
 /// The Envoy bootstrap for `config` with `options`, as a tree.
@@ -646,32 +229,11 @@ pub fn to_yaml(config: &GatewayConfig, options: &EnvoyOptions) -> Result<String,
     Ok(out)
 }
 
-/// Test helpers: paths into a rendered tree.
-#[cfg(test)]
-pub(crate) mod tree {
-    use super::Yaml;
-
-    /// Where the connection manager's settings are in a rendered bootstrap.
-    pub(crate) const HCM: &str = "static_resources.listeners.0.filter_chains.0.filters.0.typed_config";
-
-    /// Follows `path` (`key` or list index, dot-separated) from `root`.
-    pub(crate) fn at<'a>(root: &'a Yaml, path: &str) -> &'a Yaml {
-        path.split('.').fold(root, |node, step| match step.parse::<usize>() {
-            Ok(i) => node.items().get(i).unwrap_or_else(|| panic!("no item {i} at {path}")),
-            Err(_) => node.get(step).unwrap_or_else(|| panic!("no {step:?} at {path}")),
-        })
-    }
-
-    /// The string at `path`.
-    pub(crate) fn str_at<'a>(root: &'a Yaml, path: &str) -> &'a str {
-        at(root, path).as_str().unwrap_or_else(|| panic!("{path} is not a string"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use gateway_config::{decode_base64url, parse};
+    use std::collections::BTreeMap;
     use std::path::Path;
 
     const KEY: &str = "0123456789abcdef0123456789abcdef";
@@ -699,7 +261,7 @@ mod tests {
         }
     }
 
-    use super::tree::{HCM, at, str_at};
+    use crate::yaml::tree::{HCM, at, str_at};
 
     #[test]
     fn the_provider_holds_the_key_issuer_audiences_and_leeway() {

@@ -14,7 +14,8 @@
 
 use gateway_config::GatewayConfig;
 
-use crate::jwt_authn::{EnvoyError, Yaml, map, named_cluster, split_upstream, text, typed};
+use crate::bootstrap::{EnvoyError, named_cluster, split_upstream};
+use crate::yaml::{Yaml, map, text, typed};
 
 /// The CA bundle an `https` key cluster verifies its provider with, unless
 /// `--ca-bundle` names another: Debian's and Ubuntu's system bundle.

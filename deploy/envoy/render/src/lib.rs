@@ -10,10 +10,14 @@
 //! |---|---|
 //! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
 //! | [`keys`] | the gateway filter's clusters for keys fetched at run time, and their table for the filter |
-//! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router; the YAML model both use |
+//! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router |
+//! | [`bootstrap`] | what both bootstraps share: options, errors, clusters, connection manager, listener |
+//! | [`yaml`] | the YAML tree both are written in, and its one writer |
 //! | [`cli`] | the command line both renderers share |
 
+pub mod bootstrap;
 pub mod cli;
 pub mod filter;
 pub mod jwt_authn;
 pub mod keys;
+pub mod yaml;

@@ -10,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use gateway_envoy_render::jwt_authn::EnvoyOptions;
+use gateway_envoy_render::bootstrap::EnvoyOptions;
 
 const USAGE: &str = "usage: envoy-jwt-authn [--config FILE] [--listen ADDR] [--admin ADDR] \
                      [--upstream-override AUD=URL]... [--out FILE]";

@@ -4,7 +4,7 @@ use gateway_config::parse;
 
 use super::*;
 use crate::filter::{FilterOptions, filter_bootstrap};
-use crate::jwt_authn::tree::{HCM, at, str_at};
+use crate::yaml::tree::{HCM, at, str_at};
 
 /// Two issuers that fetch keys, as testkit/fixture-jwks.toml has them (the
 /// first over https here), and one route.
