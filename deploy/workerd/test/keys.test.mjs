@@ -250,8 +250,8 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     assert.equal(since("/jwks"), 1);
     assert.equal(since("/keys.json"), 1);
     assert.deepEqual(lines.sort(), [
-      'keys: issuer 0 http://idp.test/jwks: installed "key-a": 1 keys for issuer 0',
-      'keys: issuer 1 http://jwks.test/keys.json: installed "key-a": 1 keys for issuer 1',
+      'keys: issuer 0 http://idp.test/jwks: installed "key-a": 1 key for issuer 0',
+      'keys: issuer 1 http://jwks.test/keys.json: installed "key-a": 1 key for issuer 1',
     ]);
   });
 
@@ -274,7 +274,7 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     env.provider.behave("ok");
     env.provider.publish("*", jwksOf([keyA]));
     const expected = [
-      /^installed "key-a": 1 keys for issuer 1$/,
+      /^installed "key-a": 1 key for issuer 1$/,
       /^refused: JWKS key 0 \(kid "short"\) is a 1024-bit RSA key/,
       /^refused: JWKS document is not a JWKS document/,
       /^fetch failed: status 500$/,
@@ -540,8 +540,8 @@ describe("the shim fetches keys in workerd", () => {
       assert.equal(provider.fetchesOf("/.well-known/openid-configuration"), 1);
       assert.equal(provider.fetchesOf("/jwks"), 1);
       assert.equal(provider.fetchesOf("/keys.json"), 1);
-      assert.match(host.proc.output(), /keys: issuer 0 http:\/\/idp\.test\/jwks: installed "key-a": 1 keys for issuer 0/);
-      assert.match(host.proc.output(), /keys: issuer 1 http:\/\/jwks\.test\/keys\.json: installed "key-a": 1 keys for issuer 1/);
+      assert.match(host.proc.output(), /keys: issuer 0 http:\/\/idp\.test\/jwks: installed "key-a": 1 key for issuer 0/);
+      assert.match(host.proc.output(), /keys: issuer 1 http:\/\/jwks\.test\/keys\.json: installed "key-a": 1 key for issuer 1/);
     } finally {
       await host.proc.stop();
       await echo.close();

@@ -387,10 +387,10 @@ mod tests {
     #[test]
     fn one_line_per_fetch_in_the_shared_format() {
         let url = "http://idp.test/jwks";
-        let installed = Outcome::Installed("installed \"key-a\": 1 keys for issuer 0".into());
+        let installed = Outcome::Installed("installed \"key-a\": 1 key for issuer 0".into());
         assert_eq!(
             log_line(0, url, &installed),
-            "keys: issuer 0 http://idp.test/jwks: installed \"key-a\": 1 keys for issuer 0"
+            "keys: issuer 0 http://idp.test/jwks: installed \"key-a\": 1 key for issuer 0"
         );
         assert!(!installed.is_warning());
         let refused = Outcome::Refused("JWKS document is not a JWKS document".into());
