@@ -9,14 +9,9 @@ cd "$(dirname "$0")/.."
 echo "==> node --test deploy/workerd/test/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 deploy/workerd/test/
 
-# testkit/conformance: the forwarding corpus, and the attack corpus of
-# security/tests/attacks.rs (written here around the real clock, which the
-# hosts read), over real HTTP through every host (workerd, host-sim serve,
+# testkit/conformance: the forwarding, attack and policy corpora (committed
+# data files) over real HTTP through every host (workerd, host-sim serve,
 # Envoy with the gateway filter) to a recording upstream.
-echo "==> security: the attack corpus for the hosts (target/attack-corpus/attacks.jsonl)"
-mkdir -p target/attack-corpus
-ATTACK_CORPUS_OUT="$PWD/target/attack-corpus/attacks.jsonl" \
-  cargo test --quiet --release -p gateway-security --test attacks -- --ignored --exact write_http_corpus
 echo "==> node --test testkit/conformance/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/conformance/
 

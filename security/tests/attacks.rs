@@ -1387,11 +1387,23 @@ fn signing_helpers_match_rfc7515_appendix_a1() {
     assert_eq!(sign(&key, input.as_bytes()), "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk");
 }
 
-/// Writes the corpus for the hosts over HTTP (`testkit/conformance/hosts.test.mjs`
-/// replays it through host-sim serve, workerd and Envoy), minted around the
-/// real clock, which is the one the hosts give the module. Cases about the
-/// host's clock, and cases whose verdict changes within two minutes of it
-/// (the edges of the leeway), stay in the in-process tests above.
+/// The committed HTTP corpus, which the hosts' runner reads
+/// (`testkit/conformance/hosts.test.mjs`).
+const HTTP_CORPUS: &str = "testkit/conformance/attacks.jsonl";
+
+/// The time the HTTP corpus is minted around: ten minutes before
+/// 2100-01-01, so its tokens expire when the forwarding corpus's do.
+const HTTP_CORPUS_NOW: u64 = 4_102_444_200;
+
+/// The corpus for the hosts over HTTP (`testkit/conformance/hosts.test.mjs`
+/// replays it through host-sim serve, workerd and Envoy), one case a line,
+/// minted around [`HTTP_CORPUS_NOW`]. The hosts give the module their own
+/// clocks, so a case is kept only when its verdict is the same at `now`
+/// (the real time), at `HTTP_CORPUS_NOW` and two minutes after it: `exp`
+/// and `nbf` each bound one side of the time a token is valid, so a verdict
+/// that holds at both ends holds at every time between them, whenever the
+/// hosts run. Cases about the host's clock, and those at the edges of the
+/// leeway, stay in the in-process tests above.
 ///
 /// A host's HTTP/1 front end owns the syntax of the request: it may answer
 /// an odd head itself, or pass on a reshaped one (joined fields, a re-framed
@@ -1401,17 +1413,17 @@ fn signing_helpers_match_rfc7515_appendix_a1() {
 /// when forwarded, carry a token that verifies once what HTTP lets a front
 /// end strip (a bare CR, an obs-fold) is gone: nothing unauthorised may reach
 /// the upstream.
-#[test]
-#[ignore = "writes the corpus for the hosts; run by scripts/test-extra.sh"]
-fn write_http_corpus() {
-    let Some(out) = std::env::var_os("ATTACK_CORPUS_OUT") else { return };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    CORPUS_NOW.with(|clock| clock.set(now));
+fn http_corpus(now: u64) -> (String, usize, usize) {
+    CORPUS_NOW.with(|clock| clock.set(HTTP_CORPUS_NOW));
     let mut native = testkit::gateway::Native::new();
     let mut verdict_at = |head: &[u8], t: u64| native.decide(head, t as f64).verdict().unwrap();
     let (mut lines, mut kept, mut left) = (String::new(), 0, 0);
     for case in corpus() {
-        if case.now != now as f64 || verdict_at(&case.head, now) != verdict_at(&case.head, now + 120) {
+        let at_corpus_time = verdict_at(&case.head, HTTP_CORPUS_NOW);
+        if case.now != HTTP_CORPUS_NOW as f64
+            || verdict_at(&case.head, now) != at_corpus_time
+            || verdict_at(&case.head, HTTP_CORPUS_NOW + 120) != at_corpus_time
+        {
             left += 1;
             continue;
         }
@@ -1431,9 +1443,9 @@ fn write_http_corpus() {
                 && case.head == bearer_request(&String::from_utf8_lossy(token))
         });
         let front_end = (!canonical).then(|| {
-            let valid_token = strippable_tokens(&case.head)
-                .iter()
-                .any(|token| matches!(verdict_at(&bearer_request(token), now), Verdict::Forward { .. }));
+            let valid_token = strippable_tokens(&case.head).iter().any(|token| {
+                matches!(verdict_at(&bearer_request(token), HTTP_CORPUS_NOW), Verdict::Forward { .. })
+            });
             serde_json::json!({ "valid_token": valid_token })
         });
         // Each byte as one character, which the harness sends back as latin1.
@@ -1442,9 +1454,35 @@ fn write_http_corpus() {
         lines.push_str(&format!("{line}\n"));
         kept += 1;
     }
-    std::fs::write(&out, lines).unwrap();
-    eprintln!("{kept} cases written to {}, {left} left to the in-process tests", out.to_string_lossy());
+    CORPUS_NOW.with(|clock| clock.set(NOW));
+    (lines, kept, left)
+}
+
+fn real_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// The committed HTTP corpus is what the corpus above gives: a case added
+/// or changed here reaches the hosts only once the file is written again.
+#[test]
+fn committed_http_corpus_is_current() {
+    let (lines, kept, _) = http_corpus(real_now());
     assert!(kept > 200, "only {kept} cases can go over HTTP");
+    let committed = std::fs::read_to_string(testkit::fixture::root().join(HTTP_CORPUS)).unwrap_or_default();
+    assert!(
+        committed == lines,
+        "{HTTP_CORPUS} is not the corpus of security/tests/attacks.rs: write it again with \
+         `cargo test --release -p gateway-security --test attacks -- --ignored --exact write_http_corpus`"
+    );
+}
+
+/// Writes the HTTP corpus to [`HTTP_CORPUS`].
+#[test]
+#[ignore = "writes testkit/conformance/attacks.jsonl"]
+fn write_http_corpus() {
+    let (lines, kept, left) = http_corpus(real_now());
+    std::fs::write(testkit::fixture::root().join(HTTP_CORPUS), lines).unwrap();
+    eprintln!("{kept} cases written to {HTTP_CORPUS}, {left} left to the in-process tests");
 }
 
 /// The compact tokens in `head` once a bare CR and an obs-fold are gone,

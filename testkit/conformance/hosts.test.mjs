@@ -1,9 +1,8 @@
 // The conformance corpora over real HTTP, through every host, to a
 // recording upstream on loopback: the forwarding corpus (forwarding.jsonl)
-// and the attack corpus of security/tests/attacks.rs (written by its
-// `write_http_corpus` around the real clock into
-// target/attack-corpus/attacks.jsonl) through the module built from
-// testkit/fixture.toml, and the policy corpus (policies.jsonl, with the
+// and the attack corpus (attacks.jsonl, written by `write_http_corpus` in
+// security/tests/attacks.rs, whose tests keep it current) through the module
+// built from testkit/fixture.toml, and the policy corpus (policies.jsonl, with the
 // issuers' leeway minted here around the real clock) through the module
 // built from testkit/fixture-policies.toml (`make fixture` builds both).
 // Each case's bytes go out on a fresh connection, and every response, and
@@ -13,7 +12,7 @@
 //
 //   node --test testkit/conformance/
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import net from "node:net";
 import { dirname, join } from "node:path";
@@ -30,11 +29,7 @@ const readCorpus = (path) =>
     .map((line) => JSON.parse(line));
 const CASES = readCorpus(join(HERE, "forwarding.jsonl"));
 const POLICY_CASES = readCorpus(join(HERE, "policies.jsonl"));
-const ATTACKS_FILE = join(HERE, "..", "..", "target", "attack-corpus", "attacks.jsonl");
-if (!existsSync(ATTACKS_FILE) && process.env.REQUIRE_HOST_SIM === "1") {
-  throw new Error(`${ATTACKS_FILE} is missing: scripts/test-extra.sh writes it`);
-}
-const ATTACKS = existsSync(ATTACKS_FILE) ? readCorpus(ATTACKS_FILE) : [];
+const ATTACKS = readCorpus(join(HERE, "attacks.jsonl"));
 
 /** The fixture's origins (testkit/fixture.toml); the recorder stands in for each. */
 const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
@@ -372,5 +367,5 @@ for (const [name, host, start] of HOSTS) {
   describeHost(`forwarding conformance: ${name}`, host, forwarding, CASES, 180000, checkForwarding);
   const policies = (recorder) => start(recorder, MODULES.policies);
   describeHost(`policy conformance: ${name}`, host, policies, [...POLICY_CASES, ...leewayCases()], 300000, checkForwarding);
-  if (ATTACKS.length > 0) describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
+  describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
 }

@@ -1,0 +1,380 @@
+// The policy corpus: testkit/fixture-policies.toml (generate.mjs writes it
+// to policies.jsonl).
+import { EXP, ORIGIN, USERS, forward, readFixture, refused, req, sign } from "./corpus-kit.mjs";
+
+// The policy corpus: testkit/fixture-policies.toml. Its rules: GET and HEAD
+// /healthz and GET /docs public (route "site"), /internal hidden (404), /v1
+// refused (403), writes under /orders need the scope orders:write, /admin a
+// role admin or ops, /tenants/acme the claims tenant = "acme" and
+// email_verified = true, GET /reports one of the scopes reports:read or
+// admin; every other request a valid token. Tokens come from
+// `Authorization: Bearer`, the cookie __Host-access or `X-Api-Token: Token
+// <token>`; tenant, email (percent-encoded) and roles travel as headers,
+// the verified payload as x-gateway-claims. CORS allows two origins with
+// credentials. Two issuers share the kid "fixture" with different keys;
+// the partner's tokens may only reach orders.
+const POLICY = readFixture("fixture-policies.json");
+const [FIRST, PARTNER] = POLICY.issuers.map((issuer) => ({
+  iss: issuer.iss,
+  kid: issuer.keys[0].kid,
+  key: Buffer.from(issuer.keys[0].secret_hex, "hex"),
+}));
+if (FIRST.iss !== "https://issuer.test" || PARTNER.iss !== "https://partner.test" || FIRST.kid !== PARTNER.kid) {
+  throw new Error("testkit/fixture-policies.toml: expected two issuers sharing one kid");
+}
+const REALM = POLICY.realm;
+const SITE = USERS; // the route "site": http://127.0.0.1:9202/site
+const APP = "https://app.test";
+const DEV = "http://localhost:5173";
+const EVIL = "https://evil.test";
+
+/**
+ * The recording upstream's own response fields (hosts.test.mjs sends them;
+ * the native runner models them): CORS fields wider than the gateway's,
+ * which it must remove, and a Vary it must add to.
+ */
+const RECORDER_FIELDS = [
+  ["content-type", "application/json"],
+  ["x-recorder", "1"],
+  ["access-control-allow-origin", "*"],
+  ["access-control-allow-credentials", "true"],
+  ["access-control-allow-methods", "*"],
+  ["access-control-allow-headers", "*"],
+  ["access-control-expose-headers", "x-recorder"],
+  ["vary", "Accept-Encoding"],
+];
+
+/**
+ * A token of `issuer` (its iss, an exp in 2100) over `claims`, or over raw
+ * claims JSON text; signed with `signer`'s key under `kid` (none: no kid).
+ */
+function ptoken(claims, { issuer = FIRST, signer = issuer, kid = signer.kid } = {}) {
+  const json = typeof claims === "string" ? claims : JSON.stringify({ iss: issuer.iss, exp: EXP, ...claims });
+  return sign(kid === null ? { alg: "HS256", typ: "JWT" } : { alg: "HS256", typ: "JWT", kid }, json, signer.key);
+}
+/** A first-issuer token for orders, subject alice, with `claims` besides. */
+const alice = (claims = {}) => ptoken({ aud: "orders", sub: "alice", ...claims });
+/** The same as raw claims text: `rest` is JSON members spelled as an encoder may (escapes). */
+const aliceRaw = (rest) => ptoken(`{"iss":"${FIRST.iss}","exp":${EXP},"aud":"orders","sub":"alice",${rest}}`);
+const ALICE_P = alice();
+const bearer = (t) => `Authorization: Bearer ${t}`;
+
+/**
+ * A forward of a token's request: its subject, its verified payload in
+ * x-gateway-claims, and `claims` ([header, value]) as the claim headers.
+ */
+function granted(method, path, t, { origin = ORIGIN, subject = "alice", claims = [], extra = [], body = "" } = {}) {
+  return forward(method, path, { origin, subject, extra, body, set: [["x-gateway-claims", t.split(".")[1]], ...claims] });
+}
+/** A forward of a public rule to the site: no subject, no claims. */
+const publicForward = (method, path, extra = []) => forward(method, path, { origin: SITE, subject: null, extra });
+
+/** The statuses and reasons that carry no RFC 6750 error code, and those that are insufficient_scope. */
+const NO_CODE = new Set(["bearer token required", "authorization scheme must be Bearer"]);
+const SCOPE_REASONS = new Set(["required scope missing", "required role missing", "required claim value missing"]);
+/**
+ * The module's answer, with the fields ABI.md ("Answer") gives it: a
+ * `WWW-Authenticate` challenge for a 401 and for every answer with an
+ * error code (RFC 6750 section 3; `scope` names the rule's scopes), none
+ * for a denied path or a refused preflight; JSON.
+ */
+function answer(status, reason, { scope } = {}) {
+  const code = status === 400 ? "invalid_request" : status === 401 ? (NO_CODE.has(reason) ? "" : "invalid_token") : SCOPE_REASONS.has(reason) ? "insufficient_scope" : "";
+  const json = ["content-type", "application/json"];
+  if (status !== 401 && code === "") return refused(status, reason, { response_headers: [json], absent_response_headers: ["www-authenticate"] });
+  let challenge = `Bearer realm="${REALM}"`;
+  if (code) challenge += `, error="${code}", error_description="${reason}"`;
+  if (scope) challenge += `, scope="${scope}"`;
+  return refused(status, reason, { response_headers: [["www-authenticate", challenge], json] });
+}
+
+/**
+ * The CORS fields the gateway owns on a response: the upstream's own
+ * `Access-Control-Allow-*` and `-Expose-Headers` never reach the client
+ * (worker/src/http/cors.rs).
+ */
+const CORS_FIELDS = RECORDER_FIELDS.map(([name]) => name).filter((name) => name.startsWith("access-control-"));
+/**
+ * `outcome` as an allowed `origin` receives it: the gateway's CORS fields
+ * only; on a forward, `Vary: Origin` after the upstream's own Vary.
+ */
+function readableBy(origin, outcome) {
+  const vary = outcome.upstream ? "Accept-Encoding, Origin" : "Origin";
+  const cors = [["access-control-allow-origin", origin], ["access-control-allow-credentials", "true"], ["access-control-expose-headers", "www-authenticate"], ["vary", vary]];
+  const absent = CORS_FIELDS.filter((name) => !cors.some(([n]) => n === name));
+  return {
+    ...outcome,
+    response_headers: [...(outcome.response_headers ?? []), ...cors],
+    absent_response_headers: [...(outcome.absent_response_headers ?? []), ...absent],
+  };
+}
+/** `outcome` with no CORS field: none added, the upstream's own removed (its Vary kept). */
+function unreadable(outcome) {
+  const vary = outcome.upstream ? [["vary", "Accept-Encoding"]] : [];
+  return {
+    ...outcome,
+    response_headers: [...(outcome.response_headers ?? []), ...vary],
+    absent_response_headers: [...(outcome.absent_response_headers ?? []), ...CORS_FIELDS],
+  };
+}
+/**
+ * A preflight, and the gateway's 204 to it: exactly the configured fields,
+ * `Vary: Origin` and no other Vary (a response to OPTIONS is not cached,
+ * RFC 9110 section 9.3.7), no challenge, no body.
+ */
+const preflight = (target, origin, method, headers = null, fields = []) =>
+  req("OPTIONS", target, [`Origin: ${origin}`, `Access-Control-Request-Method: ${method}`, ...(headers === null ? [] : [`Access-Control-Request-Headers: ${headers}`]), ...fields]);
+const preflightAnswered = (origin) => ({
+  status: 204,
+  reason: null,
+  response_headers: [
+    ["access-control-allow-origin", origin],
+    ["access-control-allow-credentials", "true"],
+    ["access-control-expose-headers", "www-authenticate"],
+    ["access-control-allow-methods", "GET, POST, PUT, PATCH, DELETE"],
+    ["access-control-allow-headers", "authorization, content-type, x-api-token"],
+    ["access-control-max-age", "600"],
+    ["vary", "Origin"],
+  ],
+  absent_response_headers: ["www-authenticate"],
+});
+const PREFLIGHT_REFUSED = unreadable(answer(403, "cors preflight not allowed"));
+
+/** `outcome` pinned on each of `hosts` (keys of a `hosts` outcome). */
+const sameOn = (hosts, outcome) => Object.fromEntries(hosts.map((host) => [host, outcome]));
+const MISSING = answer(401, "bearer token required");
+const SCOPE_MISSING = answer(403, "required scope missing", { scope: "orders:write" });
+const ROLE_MISSING = answer(403, "required role missing");
+const VALUE_MISSING = answer(403, "required claim value missing");
+const UNSAFE_CLAIM = answer(401, "claim cannot travel intact in a header");
+const MALFORMED_SOURCE = answer(400, "malformed token cookie or header");
+const TWO_TOKENS = answer(400, "more than one token");
+/** A write under /orders with `t`, and its forward. */
+const write = (t, fields = []) => req("DELETE", "/orders/7", [bearer(t), ...fields]);
+const written = (t, opts) => granted("DELETE", "/orders-svc/orders/7", t, opts);
+const admin = (t) => req("GET", "/admin/users", [bearer(t)]);
+const tenant = (t, target = "/tenants/acme/users") => req("GET", target, [bearer(t)]);
+const profile = (t, fields = []) => req("GET", "/profile", [bearer(t), ...fields]);
+const BOB = ptoken({ aud: "orders", sub: "bob" }, { issuer: PARTNER });
+const OTHER_ALICE = alice({ jti: "2" });
+
+export const POLICY_CASES = [
+  // Public paths: no token needed, none read, none forwarded.
+  ["public path without a token", req("GET", "/healthz"), [unreadable(publicForward("GET", "/site/healthz"))]],
+  ["public path: a valid token is neither read nor forwarded", req("GET", "/healthz", [bearer(ALICE_P)]), [publicForward("GET", "/site/healthz")]],
+  ["public path: a forged token is not read", req("GET", "/healthz", ["Authorization: Bearer forged.token.here"]), [publicForward("GET", "/site/healthz")]],
+  ["public path: a malformed token cookie is not read and does not travel", req("GET", "/healthz", ["Cookie: theme=dark; __Host-access=not a token"]), [publicForward("GET", "/site/healthz", [["cookie", "theme=dark"]])]],
+  ["public path: client gateway fields dropped", req("GET", "/healthz", ["X-Gateway-Claims: e30", "X_Gateway_Tenant: acme", "X-User-Email: root@evil.test", "X-Gateway-Subject: admin", "X-Api-Token: Token forged"]), [publicForward("GET", "/site/healthz")]],
+  ["public path: two Authorization fields are not read", req("GET", "/healthz", [bearer(ALICE_P), "Authorization: Bearer forged.token.here"]), [publicForward("GET", "/site/healthz")]],
+  ["public path reached through dot segments", req("GET", "/internal/../healthz"), [publicForward("GET", "/site/healthz")]],
+  ["public path with an encoded unreserved byte", req("GET", "/%68ealthz"), [publicForward("GET", "/site/healthz")]],
+  ["public path keeps its query", req("GET", "/healthz?probe=1"), [publicForward("GET", "/site/healthz?probe=1")]],
+  ["public prefix", req("GET", "/docs/guide/../intro"), [publicForward("GET", "/site/docs/intro")]],
+  ["public prefix only on a segment boundary", req("GET", "/docsx"), [MISSING]],
+  ["public exact path: a trailing slash is another path", req("GET", "/healthz/"), [MISSING]],
+  ["public path with parameters: a server that strips them reads the public path, so it is refused", req("GET", "/healthz;v=1"), [answer(400, "path parameters change which rule applies")]],
+  ["public path: another method needs a token", req("POST", "/healthz", ["Content-Length: 0"]), [MISSING]],
+  [
+    "public path: methods are case-sensitive",
+    req("get", "/healthz"),
+    [{ hosts: { module: MISSING, "host-sim": MISSING, workerd: { front_end: true }, envoy: { front_end: true } }, why: "RFC 9110 section 9.1: methods are case-sensitive, so the rule for GET is not this one's (hyper passes it to the module); workerd answers 501 and Envoy 400 to a method in lower case before any module runs" }],
+  ],
+  ["dot segments out of a public path need a token", req("GET", "/healthz/../orders/7"), [MISSING]],
+  ["an encoded slash never reaches a rule", req("GET", "/docs%2f..%2forders"), [answer(400, "encoded slash or backslash in path")]],
+
+  // Denied paths: never forwarded, no challenge.
+  ["hidden path: 404 whatever the token", req("GET", "/internal/metrics", [bearer(ALICE_P)]), [answer(404, "not found")]],
+  ["hidden path without a token", req("GET", "/internal"), [answer(404, "not found")]],
+  ["hidden path reached through dot segments", req("GET", "/docs/../internal/metrics"), [answer(404, "not found")]],
+  ["hidden path with an encoded unreserved byte", req("GET", "/%69nternal/x"), [answer(404, "not found")]],
+  // Tomcat, Jetty and Spring route /internal;x/metrics as /internal/metrics.
+  ["hidden path behind a path parameter", req("GET", "/internal;x/metrics", [bearer(ALICE_P)]), [answer(400, "path parameters change which rule applies")]],
+  ["hidden path behind an empty path parameter", req("GET", "/internal;/metrics"), [answer(400, "path parameters change which rule applies")]],
+  ["hidden path behind a session parameter", req("GET", "/internal;jsessionid=1"), [answer(400, "path parameters change which rule applies")]],
+  ["parameters that change no rule are forwarded as they are", req("GET", "/orders;v=2/7", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/orders;v=2/7", ALICE_P)]],
+  ["parameters inside a hidden path keep it hidden", req("GET", "/internal/metrics;x", [bearer(ALICE_P)]), [answer(404, "not found")]],
+  ["hidden prefix only on a segment boundary", req("GET", "/internals", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/internals", ALICE_P)]],
+  ["rule paths are case-sensitive", req("GET", "/Internal/x", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/Internal/x", ALICE_P)]],
+  ["refused path: 403 whatever the token", req("DELETE", "/v1/orders/7", [bearer(alice({ scope: "orders:write" }))]), [answer(403, "forbidden")]],
+  ["refused path without a token", req("GET", "/v1"), [answer(403, "forbidden")]],
+  ["hidden path answered readably to an allowed origin", req("GET", "/internal", [`Origin: ${APP}`]), [readableBy(APP, answer(404, "not found"))]],
+
+  // Scopes: writes under /orders need orders:write.
+  ["scope in a scope string", write(alice({ scope: "orders:read orders:write" })), [written(alice({ scope: "orders:read orders:write" }))]],
+  ["scope in an scp string", write(alice({ scp: "orders:write" })), [written(alice({ scp: "orders:write" }))]],
+  ["scope in an scp array", write(alice({ scp: ["orders:read", "orders:write"] })), [written(alice({ scp: ["orders:read", "orders:write"] }))]],
+  ["scope in a scope array", write(alice({ scope: ["orders:write"] })), [written(alice({ scope: ["orders:write"] }))]],
+  ["scope after elements of other types", write(alice({ scp: [1, { s: "orders:write" }, "orders:write"] })), [written(alice({ scp: [1, { s: "orders:write" }, "orders:write"] }))]],
+  [
+    "scope on a write with a body",
+    req("POST", "/orders", [bearer(alice({ scope: "orders:write" })), "Content-Type: application/json", "Content-Length: 2"], { body: "{}" }),
+    [granted("POST", "/orders-svc/orders", alice({ scope: "orders:write" }), { extra: [["content-type", "application/json"]], body: "{}" })],
+  ],
+  ["scope missing", write(alice({ scope: "orders:read" })), [SCOPE_MISSING]],
+  ["no scope claim", write(ALICE_P), [SCOPE_MISSING]],
+  ["scope of the wrong type: a number", write(alice({ scope: 42 })), [SCOPE_MISSING]],
+  ["scope of the wrong type: an object", write(alice({ scope: { "orders:write": true } })), [SCOPE_MISSING]],
+  ["scope of the wrong type: a boolean", write(alice({ scp: true })), [SCOPE_MISSING]],
+  ["scope in a nested array", write(alice({ scp: [["orders:write"]] })), [SCOPE_MISSING]],
+  ["a prefix of the scope", write(alice({ scope: "orders:writ" })), [SCOPE_MISSING]],
+  ["the scope as a prefix", write(alice({ scope: "orders:writer" })), [SCOPE_MISSING]],
+  ["the scope as a suffix", write(alice({ scope: "xorders:write" })), [SCOPE_MISSING]],
+  ["the scope in another case", write(alice({ scope: "Orders:Write" })), [SCOPE_MISSING]],
+  ["scopes separated by a comma", write(alice({ scope: "orders:read,orders:write" })), [SCOPE_MISSING]],
+  ["scopes separated by a tab", write(alice({ scope: "orders:read\torders:write" })), [SCOPE_MISSING]],
+  ["scope spelled with escapes", write(aliceRaw(String.raw`"scope":"orders\u003awrite"`)), [written(aliceRaw(String.raw`"scope":"orders\u003awrite"`))]],
+  ["scopes separated by an escaped space", write(aliceRaw(String.raw`"scope":"orders:read\u0020orders:write"`)), [written(aliceRaw(String.raw`"scope":"orders:read\u0020orders:write"`))]],
+  ["scp element spelled with escapes", write(aliceRaw(String.raw`"scp":["\u006frders:write"]`)), [written(aliceRaw(String.raw`"scp":["\u006frders:write"]`))]],
+  ["scope twice, once spelled with escapes", write(aliceRaw(String.raw`"scope":"orders:read","sc\u006fpe":"orders:write"`)), [answer(401, "malformed claims")]],
+  ["a lone surrogate makes the scope string no text", write(aliceRaw(String.raw`"scope":"orders:write \ud800"`)), [SCOPE_MISSING]],
+  ["a read needs no scope", req("GET", "/orders/7", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["the scope rule applies to the normalized path", req("DELETE", "/reports/../orders/7", [bearer(ALICE_P)]), [SCOPE_MISSING]],
+  ["one of several scopes: the first", req("GET", "/reports", [bearer(alice({ scope: "reports:read" }))]), [granted("GET", "/orders-svc/reports", alice({ scope: "reports:read" }))]],
+  ["one of several scopes: the second", req("GET", "/reports/q1", [bearer(alice({ scp: ["admin"] }))]), [granted("GET", "/orders-svc/reports/q1", alice({ scp: ["admin"] }))]],
+  ["one of several scopes: none", req("GET", "/reports", [bearer(alice({ scope: "reports:write" }))]), [answer(403, "required scope missing", { scope: "reports:read admin" })]],
+  ["a missing scope answered readably to an allowed origin", write(ALICE_P, [`Origin: ${APP}`]), [readableBy(APP, SCOPE_MISSING)]],
+
+  // Roles: /admin needs admin or ops in the roles claim (which also travels as x-gateway-roles).
+  ["role in an array", admin(alice({ roles: ["viewer", "ops"] })), [granted("GET", "/orders-svc/admin/users", alice({ roles: ["viewer", "ops"] }), { claims: [["x-gateway-roles", "viewer,ops"]] })]],
+  ["role as a string", admin(alice({ roles: "admin" })), [granted("GET", "/orders-svc/admin/users", alice({ roles: "admin" }), { claims: [["x-gateway-roles", "admin"]] })]],
+  ["role spelled with escapes", admin(aliceRaw(String.raw`"roles":["\u0061dmin"]`)), [granted("GET", "/orders-svc/admin/users", aliceRaw(String.raw`"roles":["\u0061dmin"]`), { claims: [["x-gateway-roles", "admin"]] })]],
+  ["role missing", admin(alice({ roles: ["viewer"] })), [ROLE_MISSING]],
+  ["no roles claim", admin(ALICE_P), [ROLE_MISSING]],
+  ["roles in one string are one role", admin(alice({ roles: "viewer admin" })), [ROLE_MISSING]],
+  ["role in another case", admin(alice({ roles: ["Admin"] })), [ROLE_MISSING]],
+  ["role of the wrong type: an object", admin(alice({ roles: { admin: true } })), [ROLE_MISSING]],
+  ["role of the wrong type: a boolean", admin(alice({ roles: true })), [ROLE_MISSING]],
+  ["role in a nested array", admin(alice({ roles: [["admin"]] })), [ROLE_MISSING]],
+  ["role rule only on a segment boundary", req("GET", "/administrator", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/administrator", ALICE_P)]],
+
+  // Claim values: /tenants/acme needs tenant "acme" and email_verified true.
+  ["claim values met", tenant(alice({ tenant: "acme", email_verified: true })), [granted("GET", "/orders-svc/tenants/acme/users", alice({ tenant: "acme", email_verified: true }), { claims: [["x-gateway-tenant", "acme"]] })]],
+  ["claim value spelled with escapes", tenant(aliceRaw(String.raw`"tenant":"\u0061cme","email_verified":true`)), [granted("GET", "/orders-svc/tenants/acme/users", aliceRaw(String.raw`"tenant":"\u0061cme","email_verified":true`), { claims: [["x-gateway-tenant", "acme"]] })]],
+  ["a boolean claim as a string", tenant(alice({ tenant: "acme", email_verified: "true" })), [VALUE_MISSING]],
+  ["a boolean claim false", tenant(alice({ tenant: "acme", email_verified: false })), [VALUE_MISSING]],
+  ["a boolean claim as a number", tenant(alice({ tenant: "acme", email_verified: 1 })), [VALUE_MISSING]],
+  ["a string claim in another case", tenant(alice({ tenant: "ACME", email_verified: true })), [VALUE_MISSING]],
+  ["a string claim with a trailing space", tenant(alice({ tenant: "acme ", email_verified: true })), [VALUE_MISSING]],
+  ["a string claim as an array", tenant(alice({ tenant: ["acme"], email_verified: true })), [VALUE_MISSING]],
+  ["a claim missing", tenant(alice({ email_verified: true })), [VALUE_MISSING]],
+  ["the claim rule through an encoded path", tenant(ALICE_P, "/tenants/%61cme"), [VALUE_MISSING]],
+  ["another tenant's path is not the rule's", tenant(alice({ tenant: "globex" }), "/tenants/acmecorp"), [granted("GET", "/orders-svc/tenants/acmecorp", alice({ tenant: "globex" }), { claims: [["x-gateway-tenant", "globex"]] })]],
+
+  // Claims to headers: tenant and roles as they are, email percent-encoded.
+  [
+    "claims as headers",
+    profile(alice({ tenant: "acme", email: "alice@example.com", roles: ["viewer", "editor"] })),
+    [granted("GET", "/orders-svc/profile", alice({ tenant: "acme", email: "alice@example.com", roles: ["viewer", "editor"] }), { claims: [["x-gateway-tenant", "acme"], ["x-user-email", "alice@example.com"], ["x-gateway-roles", "viewer,editor"]] })],
+  ],
+  ["claim name spelled with escapes", profile(aliceRaw(String.raw`"t\u0065nant":"acme"`)), [granted("GET", "/orders-svc/profile", aliceRaw(String.raw`"t\u0065nant":"acme"`), { claims: [["x-gateway-tenant", "acme"]] })]],
+  ["a claim header's claim twice", profile(aliceRaw(String.raw`"tenant":"acme","t\u0065nant":"globex"`)), [answer(401, "malformed claims")]],
+  ["inner spaces travel", profile(alice({ tenant: "Acme Corp" })), [granted("GET", "/orders-svc/profile", alice({ tenant: "Acme Corp" }), { claims: [["x-gateway-tenant", "Acme Corp"]] })]],
+  ["a number claim as a header", profile(alice({ tenant: 42 })), [granted("GET", "/orders-svc/profile", alice({ tenant: 42 }), { claims: [["x-gateway-tenant", "42"]] })]],
+  ["a boolean claim as a header", profile(alice({ tenant: true })), [granted("GET", "/orders-svc/profile", alice({ tenant: true }), { claims: [["x-gateway-tenant", "true"]] })]],
+  ["an array of numbers and booleans", profile(alice({ roles: [7, false] })), [granted("GET", "/orders-svc/profile", alice({ roles: [7, false] }), { claims: [["x-gateway-roles", "7,false"]] })]],
+  ["a null claim sets no header", profile(alice({ tenant: null }), ["X-Gateway-Tenant: forged"]), [granted("GET", "/orders-svc/profile", alice({ tenant: null }))]],
+  ["an empty array as an empty header", profile(alice({ roles: [] })), [granted("GET", "/orders-svc/profile", alice({ roles: [] }), { claims: [["x-gateway-roles", ""]] })]],
+  ["percent-encoded: non-ASCII", profile(alice({ email: "zoë@example.com" })), [granted("GET", "/orders-svc/profile", alice({ email: "zoë@example.com" }), { claims: [["x-user-email", "zo%C3%AB@example.com"]] })]],
+  ["percent-encoded: CR LF", profile(alice({ email: "a@x.test\r\nX-Admin: 1" })), [granted("GET", "/orders-svc/profile", alice({ email: "a@x.test\r\nX-Admin: 1" }), { claims: [["x-user-email", "a@x.test%0D%0AX-Admin:%201"]] })]],
+  ["percent-encoded: a percent and spaces", profile(alice({ email: " 50% off@x.test " })), [granted("GET", "/orders-svc/profile", alice({ email: " 50% off@x.test " }), { claims: [["x-user-email", "%2050%25%20off@x.test%20"]] })]],
+  ["percent-encoded: a comma inside an array element", profile(alice({ email: ["a,b@x.test", "c@x.test"] })), [granted("GET", "/orders-svc/profile", alice({ email: ["a,b@x.test", "c@x.test"] }), { claims: [["x-user-email", "a%2Cb@x.test,c@x.test"]] })]],
+  ["percent-encoded: an escaped control", profile(aliceRaw(String.raw`"email":"a\u0000@x.test"`)), [granted("GET", "/orders-svc/profile", aliceRaw(String.raw`"email":"a\u0000@x.test"`), { claims: [["x-user-email", "a%00@x.test"]] })]],
+  ["percent-encoded: an object is still refused", profile(alice({ email: { address: "a@x.test" } })), [UNSAFE_CLAIM]],
+  ["hostile claim: CR LF", profile(alice({ tenant: "acme\r\nX-Admin: 1" })), [UNSAFE_CLAIM]],
+  ["hostile claim: an escaped NUL", profile(aliceRaw(String.raw`"tenant":"acme\u0000"`)), [UNSAFE_CLAIM]],
+  ["hostile claim: non-ASCII", profile(alice({ tenant: "zoë" })), [UNSAFE_CLAIM]],
+  ["hostile claim: escaped non-ASCII", profile(aliceRaw(String.raw`"tenant":"caf\u00e9"`)), [UNSAFE_CLAIM]],
+  ["hostile claim: a leading space", profile(alice({ tenant: " acme" })), [UNSAFE_CLAIM]],
+  ["hostile claim: a trailing space", profile(alice({ tenant: "acme " })), [UNSAFE_CLAIM]],
+  ["hostile claim: a tab", profile(alice({ tenant: "ac\tme" })), [UNSAFE_CLAIM]],
+  ["hostile claim: a comma inside an array element", profile(alice({ roles: ["viewer", "admin,ops"] })), [UNSAFE_CLAIM]],
+  ["hostile claim: a role check passes, its header cannot travel", admin(alice({ roles: ["admin", "a,b"] })), [UNSAFE_CLAIM]],
+  ["hostile claim: an object", profile(alice({ tenant: { id: "acme" } })), [UNSAFE_CLAIM]],
+  ["hostile claim: an array of objects", profile(alice({ roles: [{ role: "admin" }] })), [UNSAFE_CLAIM]],
+  ["hostile claim: a lone surrogate", profile(aliceRaw(String.raw`"tenant":"\ud800"`)), [UNSAFE_CLAIM]],
+  [
+    "every client spelling of the claim headers is dropped",
+    profile(alice({ tenant: "acme" }), ["X-Gateway-Tenant: evil", "x_gateway_tenant: evil", "X-USER-EMAIL: root@evil.test", "x_user_email: root@evil.test", "X-Gateway-Roles: admin", "X_Gateway_Claims: e30", "x-gateway-claims: e30"]),
+    [granted("GET", "/orders-svc/profile", alice({ tenant: "acme" }), { claims: [["x-gateway-tenant", "acme"]] })],
+  ],
+  ["claim headers the token does not fill stay dropped", profile(ALICE_P, ["X-Gateway-Roles: admin", "X-User-Email: root@evil.test", "X-Gateway-Tenant: acme"]), [granted("GET", "/orders-svc/profile", ALICE_P)]],
+
+  // Token sources: the __Host-access cookie, X-Api-Token with its prefix, Authorization.
+  ["token in the cookie among others", req("GET", "/orders/7", [`Cookie: theme=dark; __Host-access=${ALICE_P}; lang=en`]), [granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark; lang=en"]] })]],
+  ["token in the cookie alone", req("GET", "/orders/7", [`Cookie: __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["token cookie quoted", req("GET", "/orders/7", [`Cookie: __Host-access="${ALICE_P}"`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["token cookie twice with one value", req("GET", "/orders/7", [`Cookie: __Host-access=${ALICE_P}; a=1; __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "a=1"]] })]],
+  ["token cookie twice with two values", req("GET", "/orders/7", [`Cookie: __Host-access=${ALICE_P}; __Host-access=${OTHER_ALICE}`]), [TWO_TOKENS]],
+  [
+    "token cookie in a second Cookie field",
+    req("GET", "/orders/7", ["Cookie: theme=dark", `Cookie: __Host-access=${ALICE_P}`]),
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark"]] })), workerd: MISSING }, why: "an HTTP/1.1 client sends one Cookie field (RFC 6265 section 5.4); hyper and Envoy keep two apart, and the module reads both; workerd's Headers (Fetch) join them with \", \", so its module reads one cookie, theme, whose value holds the rest, finds no token and answers 401: nothing is forwarded" }],
+  ],
+  ["token cookie names are case-sensitive", req("GET", "/orders/7", [`Cookie: __host-access=${ALICE_P}`]), [MISSING]],
+  ["token cookie not a token", req("GET", "/orders/7", ["Cookie: __Host-access=a,b"]), [MALFORMED_SOURCE]],
+  ["token cookie empty", req("GET", "/orders/7", ["Cookie: theme=dark; __Host-access="]), [MALFORMED_SOURCE]],
+  ["token cookie and Authorization with one token", req("GET", "/orders/7", [bearer(ALICE_P), `Cookie: __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["token cookie conflicting with Authorization", req("GET", "/orders/7", [bearer(ALICE_P), `Cookie: __Host-access=${OTHER_ALICE}`]), [TWO_TOKENS]],
+  ["token cookie beside another scheme", req("GET", "/orders/7", ["Authorization: Basic YTpi", `Cookie: __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["another scheme alone", req("GET", "/orders/7", ["Authorization: Basic YTpi"]), [answer(401, "authorization scheme must be Bearer")]],
+  ["another cookie that is not ASCII", req("GET", "/orders/7", [`Cookie: theme=d\u00c3\u00a4rk; __Host-access=${ALICE_P}`]), [answer(400, "invalid header field value")]],
+  ["token cookie over max_token_bytes", req("GET", "/orders/7", [`Cookie: __Host-access=${alice({ pad: "p".repeat(POLICY.max_token_bytes) })}`]), [answer(401, "token longer than the gateway accepts")]],
+  ["token in the header with its prefix", req("GET", "/orders/7", [`X-Api-Token: Token ${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["token header prefix in another case", req("GET", "/orders/7", [`x-api-token: TOKEN ${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["token header without its prefix", req("GET", "/orders/7", [`X-Api-Token: ${ALICE_P}`]), [MALFORMED_SOURCE]],
+  ["token header with another prefix", req("GET", "/orders/7", [`X-Api-Token: Bearer ${ALICE_P}`]), [MALFORMED_SOURCE]],
+  ["token header empty after its prefix", req("GET", "/orders/7", ["X-Api-Token: Token"]), [MALFORMED_SOURCE]],
+  [
+    "token header twice",
+    req("GET", "/orders/7", [`X-Api-Token: Token ${ALICE_P}`, `X-Api-Token: Token ${ALICE_P}`]),
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], TWO_TOKENS), workerd: MALFORMED_SOURCE }, why: "workerd's Headers (Fetch) join the two fields into one value, \"Token <t>, Token <t>\", which holds no b64token: 400 either way" }],
+  ],
+  ["token header conflicting with Authorization", req("GET", "/orders/7", [bearer(ALICE_P), `X-Api-Token: Token ${OTHER_ALICE}`]), [TWO_TOKENS]],
+  ["token header spelled with underscores is no source and never travels", req("GET", "/orders/7", [bearer(ALICE_P), `X_Api_Token: Token ${OTHER_ALICE}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["one token in all three places", req("GET", "/orders/7", [bearer(ALICE_P), `X-Api-Token: Token ${ALICE_P}`, `Cookie: __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
+  ["the query is never a source", req("GET", `/orders/7?access_token=${ALICE_P}`), [MISSING]],
+
+  // Two issuers sharing the kid "fixture": the token's iss picks the keys.
+  ["partner token for its audience", req("GET", "/orders/7", [bearer(BOB)]), [granted("GET", "/orders-svc/orders/7", BOB, { subject: "bob" })]],
+  ["partner token for an audience it may not use", req("GET", "/invoices", [bearer(ptoken({ aud: "billing", sub: "bob" }, { issuer: PARTNER }))]), [answer(401, "no route for audience")]],
+  ["partner token: the first audience it may use", req("GET", "/x", [bearer(ptoken({ aud: ["billing", "orders"], sub: "bob" }, { issuer: PARTNER }))]), [granted("GET", "/orders-svc/x", ptoken({ aud: ["billing", "orders"], sub: "bob" }, { issuer: PARTNER }), { subject: "bob" })]],
+  ["first issuer: the first routed audience", req("GET", "/x", [bearer(alice({ aud: ["billing", "orders"] }))]), [granted("GET", "/billing-svc/x", alice({ aud: ["billing", "orders"] }))]],
+  ["partner token signed with the first issuer's key", req("GET", "/orders/7", [bearer(ptoken({ aud: "orders", sub: "bob" }, { issuer: PARTNER, signer: FIRST }))]), [answer(401, "signature mismatch")]],
+  ["first issuer's token signed with the partner's key", req("GET", "/orders/7", [bearer(ptoken({ aud: "orders", sub: "alice" }, { issuer: FIRST, signer: PARTNER }))]), [answer(401, "signature mismatch")]],
+  ["an issuer neither is", req("GET", "/orders/7", [bearer(ptoken({ iss: EVIL, aud: "orders", sub: "eve" }))]), [answer(401, "issuer not accepted")]],
+  ["no iss with two issuers", req("GET", "/orders/7", [bearer(ptoken(`{"exp":${EXP},"aud":"orders","sub":"eve"}`))]), [answer(401, "issuer not accepted")]],
+  ["iss twice", req("GET", "/orders/7", [bearer(ptoken(`{"iss":"${PARTNER.iss}","iss":"${FIRST.iss}","exp":${EXP},"aud":"orders","sub":"eve"}`))]), [answer(401, "malformed claims")]],
+  ["iss spelled with escapes", req("GET", "/orders/7", [bearer(ptoken(String.raw`{"iss":"https:\/\/partner.test","exp":4102444800,"aud":"orders","sub":"bob"}`, { issuer: PARTNER }))]), [granted("GET", "/orders-svc/orders/7", ptoken(String.raw`{"iss":"https:\/\/partner.test","exp":4102444800,"aud":"orders","sub":"bob"}`, { issuer: PARTNER }), { subject: "bob" })]],
+  ["a kid neither issuer has", req("GET", "/orders/7", [bearer(ptoken({ aud: "orders", sub: "bob" }, { issuer: PARTNER, kid: "other" }))]), [answer(401, "unknown kid")]],
+  ["partner token without a kid: its one key", req("GET", "/orders/7", [bearer(ptoken({ aud: "orders", sub: "bob" }, { issuer: PARTNER, kid: null }))]), [granted("GET", "/orders-svc/orders/7", ptoken({ aud: "orders", sub: "bob" }, { issuer: PARTNER, kid: null }), { subject: "bob" })]],
+  ["partner token on a scope rule", write(ptoken({ aud: "orders", sub: "bob", scope: "orders:write" }, { issuer: PARTNER })), [written(ptoken({ aud: "orders", sub: "bob", scope: "orders:write" }, { issuer: PARTNER }), { subject: "bob" })]],
+
+  // CORS: https://app.test and http://localhost:5173, with credentials.
+  ["preflight answered", preflight("/orders/7", APP, "DELETE", "authorization, content-type"), [preflightAnswered(APP)]],
+  ["preflight from the second origin", preflight("/reports", DEV, "GET"), [preflightAnswered(DEV)]],
+  ["preflight with allowed headers in another case", preflight("/orders/7", APP, "PUT", "Content-Type,X-Api-Token"), [preflightAnswered(APP)]],
+  ["preflight to a hidden path is only a preflight", preflight("/internal/x", APP, "GET"), [preflightAnswered(APP)]],
+  ["preflight carrying a forged token", preflight("/orders/7", APP, "GET", null, ["Authorization: Bearer forged.token.here"]), [preflightAnswered(APP)]],
+  ["preflight with an empty request-headers list", preflight("/orders/7", APP, "POST", ""), [preflightAnswered(APP)]],
+  ["preflight to a public path", preflight("/healthz", DEV, "GET", "content-type"), [preflightAnswered(DEV)]],
+  ["preflight from another origin", preflight("/orders/7", EVIL, "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight origin in another case", preflight("/orders/7", "HTTPS://APP.TEST", "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight origin with a trailing slash", preflight("/orders/7", `${APP}/`, "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight origin extended", preflight("/orders/7", `${APP}.evil.test`, "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight origin with another port", preflight("/orders/7", "http://localhost:5174", "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight origin null", preflight("/orders/7", "null", "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight for a method not allowed", preflight("/orders/7", APP, "PROPFIND"), [PREFLIGHT_REFUSED]],
+  ["preflight for a method in another case", preflight("/orders/7", APP, "delete"), [PREFLIGHT_REFUSED]],
+  ["preflight for a header not allowed", preflight("/orders/7", APP, "GET", "authorization, x-gateway-subject"), [PREFLIGHT_REFUSED]],
+  ["preflight with two origins", preflight("/orders/7", APP, "GET", null, [`Origin: ${APP}`]), [PREFLIGHT_REFUSED]],
+  ["preflight from another origin to a public path", preflight("/healthz", EVIL, "GET"), [PREFLIGHT_REFUSED]],
+  ["preflight with two request methods", preflight("/orders/7", APP, "GET", null, ["Access-Control-Request-Method: GET"]), [PREFLIGHT_REFUSED]],
+  ["OPTIONS without a request method is no preflight", req("OPTIONS", "/orders/7", [`Origin: ${APP}`]), [readableBy(APP, MISSING)]],
+  ["a 401 is readable by an allowed origin", req("GET", "/orders/7", [`Origin: ${APP}`]), [readableBy(APP, MISSING)]],
+  ["a 401 for a bad token is readable by an allowed origin", req("GET", "/orders/7", [`Origin: ${DEV}`, bearer(ptoken({ aud: "orders", sub: "eve" }, { signer: PARTNER }))]), [readableBy(DEV, answer(401, "signature mismatch"))]],
+  ["a 401 is not readable by another origin", req("GET", "/orders/7", [`Origin: ${EVIL}`]), [unreadable(MISSING)]],
+  ["a forward to an allowed origin: the gateway's CORS fields, not the upstream's", req("GET", "/orders/7", [`Origin: ${APP}`, bearer(ALICE_P)]), [readableBy(APP, granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["origin", APP]] }))]],
+  ["a forward to another origin: no CORS field", req("GET", "/orders/7", [`Origin: ${EVIL}`, bearer(ALICE_P)]), [unreadable(granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["origin", EVIL]] }))]],
+  ["a forward without an origin: the upstream's CORS fields removed", req("GET", "/orders/7", [bearer(ALICE_P)]), [unreadable(granted("GET", "/orders-svc/orders/7", ALICE_P))]],
+  ["a public forward to an allowed origin", req("GET", "/healthz", [`Origin: ${DEV}`]), [readableBy(DEV, publicForward("GET", "/site/healthz", [["origin", DEV]]))]],
+];
