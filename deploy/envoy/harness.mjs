@@ -2,10 +2,10 @@
 // fixture's build) on an ephemeral loopback port, its bootstrap rendered by
 // `envoy-filter` from the config. Bounded start, stop by stop(). Loopback only.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, freePort, startProcess, waitForPort } from "../workerd/harness.mjs";
+import { ROOT, freePort, removingOnStop, startProcess, waitForPort } from "../workerd/harness.mjs";
 
 export const ENVOY = join(ROOT, "target", "envoy-venv", "bin", "envoy");
 export const ENVOY_FILTER_BIN = join(ROOT, "target", "release", "envoy-filter");
@@ -37,20 +37,26 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
         ...overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`])],
       { encoding: "utf8", timeout: 30000 },
     );
-    if (render.status !== 0) throw new Error(`envoy-filter failed:\n${render.stderr}`);
+    if (render.status !== 0) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`envoy-filter failed:\n${render.stderr}`);
+    }
     const proc = startProcess(ENVOY, [
       "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
       "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "1",
       // The filter's key fetches log installs at info, refusals and failures at warn.
       "--component-log-level", "wasm:info",
     ]);
+    // The folder holds this Envoy's bootstrap and base id: removed when it stops.
+    const stop = removingOnStop(proc, dir);
     try {
       await waitForPort(proc, port, "envoy");
       return { port, proc };
     } catch (e) {
       lastError = e;
-      await proc.stop();
+      await stop();
     }
   }
+  rmSync(dir, { recursive: true, force: true });
   throw lastError;
 }

@@ -3,7 +3,7 @@
 // host-sim serve). Loopback only.
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import net from "node:net";
@@ -292,6 +292,8 @@ export async function startWorkerd(upstreamOverride = "", wasm = WASM, { schedul
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
   const configPath = workerdConfigFor(wasm, scheduledTrigger);
+  // A config written for this start lives in a folder of its own, removed when workerd stops.
+  const configDir = configPath === WORKERD_CONFIG ? null : dirname(configPath);
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
@@ -301,6 +303,7 @@ export async function startWorkerd(upstreamOverride = "", wasm = WASM, { schedul
     const proc = startProcess(WORKERD, ["serve", configPath, ...sockets], {
       env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride },
     });
+    const stop = removingOnStop(proc, configDir);
     try {
       await waitForPort(proc, port, "workerd");
       if (scheduledTrigger) {
@@ -310,10 +313,27 @@ export async function startWorkerd(upstreamOverride = "", wasm = WASM, { schedul
       return { port, proc };
     } catch (e) {
       lastError = e;
-      await proc.stop();
+      await stop();
     }
   }
+  if (configDir) rmSync(configDir, { recursive: true, force: true });
   throw lastError;
+}
+
+/**
+ * Makes `proc.stop()` also remove `dir` (a folder written for that process
+ * alone; none when null). Returns the stop that leaves it, for a retry.
+ */
+export function removingOnStop(proc, dir) {
+  const stop = proc.stop.bind(proc);
+  if (dir) {
+    proc.stop = async () => {
+      const info = await stop();
+      rmSync(dir, { recursive: true, force: true });
+      return info;
+    };
+  }
+  return stop;
 }
 
 /** Whether target/release/host-sim is built and has the `serve` command. */
