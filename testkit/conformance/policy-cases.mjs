@@ -191,7 +191,15 @@ export const POLICY_CASES = [
   ["hidden path behind a path parameter", req("GET", "/internal;x/metrics", [bearer(ALICE_P)]), [answer(400, "path parameters change which rule applies")]],
   ["hidden path behind an empty path parameter", req("GET", "/internal;/metrics"), [answer(400, "path parameters change which rule applies")]],
   ["hidden path behind a session parameter", req("GET", "/internal;jsessionid=1"), [answer(400, "path parameters change which rule applies")]],
+  // A server (or a framework before it) that decodes once or twice before it
+  // strips parameters reads %3B and %253B as ";" there.
+  ["hidden path behind an encoded path parameter", req("GET", "/internal%3Bx/metrics", [bearer(ALICE_P)]), [answer(400, "path parameters change which rule applies")]],
+  ["hidden path behind an encoded path parameter in lower case", req("GET", "/internal%3bjsessionid=1"), [answer(400, "path parameters change which rule applies")]],
+  ["hidden path behind a double-encoded path parameter", req("GET", "/internal%253Bx/metrics", [bearer(ALICE_P)]), [answer(400, "path parameters change which rule applies")]],
+  ["hidden path behind a triple-encoded path parameter in lower case", req("GET", "/internal%25253b/metrics"), [answer(400, "path parameters change which rule applies")]],
+  ["public path with an encoded parameter", req("GET", "/healthz%3Bv=1"), [answer(400, "path parameters change which rule applies")]],
   ["parameters that change no rule are forwarded as they are", req("GET", "/orders;v=2/7", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/orders;v=2/7", ALICE_P)]],
+  ["encoded parameters that change no rule are forwarded as they are", req("GET", "/orders%3bv=2/7%253Bx", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/orders%3Bv=2/7%253Bx", ALICE_P)]],
   ["parameters inside a hidden path keep it hidden", req("GET", "/internal/metrics;x", [bearer(ALICE_P)]), [answer(404, "not found")]],
   ["hidden prefix only on a segment boundary", req("GET", "/internals", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/internals", ALICE_P)]],
   ["rule paths are case-sensitive", req("GET", "/Internal/x", [bearer(ALICE_P)]), [granted("GET", "/orders-svc/Internal/x", ALICE_P)]],
