@@ -2,27 +2,36 @@
 //! uses it), canonical only: a character outside the alphabet, padding, or
 //! set bits after the last whole byte (another spelling of the same bytes)
 //! are refused, so each byte string has one spelling. One 256-entry table
-//! ([`VALUES`]): one load per character instead of a chain of range checks,
+//! ([`value`]): one load per character instead of a chain of range checks,
 //! and no base64 crate in the module.
 
-/// [`VALUES`] of the `.` that separates a compact JWS's parts.
+/// [`value`] of the `.` that separates a compact JWS's parts.
 pub const DOT: u8 = 0x40;
 
-/// [`VALUES`] of every byte outside the alphabet and not `.`.
+/// [`value`] of every byte outside the alphabet and not `.`.
 pub const INVALID: u8 = 0xff;
 
-/// Each byte's base64url value (0 to 63), [`DOT`] or [`INVALID`]: anything
+/// The byte's base64url value (0 to 63), [`DOT`] or [`INVALID`]: anything
 /// at 64 or above is not a base64url character, so the OR of a part's
 /// values tells whether the whole part is.
-pub const VALUES: [u8; 256] = {
+#[inline(always)]
+pub const fn value(byte: u8) -> u8 {
+    !COMPLEMENTS[byte as usize]
+}
+
+/// Each byte's [`value`], complemented: the bytes outside the alphabet (most
+/// of them) are zero, and a wasm module's data leaves runs of zeros out
+/// (its memory starts zeroed), so the module carries only the alphabet's
+/// span of the table (`-` to `z`) rather than all 256 bytes.
+const COMPLEMENTS: [u8; 256] = {
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut table = [INVALID; 256];
+    let mut table = [!INVALID; 256];
     let mut i = 0;
     while i < alphabet.len() {
-        table[alphabet[i] as usize] = i as u8;
+        table[alphabet[i] as usize] = !(i as u8);
         i += 1;
     }
-    table[b'.' as usize] = DOT;
+    table[b'.' as usize] = !DOT;
     table
 };
 
@@ -50,7 +59,7 @@ pub fn decode_into(text: &[u8], out: &mut [u8]) -> Result<(), NotBase64url> {
     let (triples, rest) = out.as_chunks_mut::<3>();
     let mut seen = 0u8;
     for (quad, triple) in quads.iter().zip(triples) {
-        let [a, b, c, d] = quad.map(|ch| VALUES[usize::from(ch)]);
+        let [a, b, c, d] = quad.map(value);
         seen |= a | b | c | d;
         let bits = u32::from(a) << 18 | u32::from(b) << 12 | u32::from(c) << 6 | u32::from(d);
         let [_, x, y, z] = bits.to_be_bytes();
@@ -58,7 +67,7 @@ pub fn decode_into(text: &[u8], out: &mut [u8]) -> Result<(), NotBase64url> {
     }
     let mut bits = 0u32;
     for (i, &ch) in tail.iter().enumerate() {
-        let value = VALUES[usize::from(ch)];
+        let value = value(ch);
         seen |= value;
         bits |= u32::from(value) << (18 - 6 * i);
     }

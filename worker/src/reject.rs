@@ -73,7 +73,7 @@ macro_rules! rejections {
 
             /// A short reason for `error_description`, made only of the
             /// characters RFC 6750 allows there (%x20-21 / %x23-5B / %x5D-7E).
-            pub const fn reason(self) -> &'static str {
+            pub fn reason(self) -> &'static str {
                 // One table, indexed by the variant: a reason whose policy
                 // is compiled out is empty, so its text is not carried.
                 const REASONS: &[&str] = &[$(
@@ -83,10 +83,60 @@ macro_rules! rejections {
                         reason
                     },
                 )+];
-                REASONS[self as usize]
+                const TEXT: Reasons<{ REASONS.len() + 1 }, { joined_len(REASONS) }> = Reasons::join(REASONS);
+                TEXT.get(self as usize)
             }
         }
     };
+}
+
+/// The reasons end to end in one string, and where each starts: two bytes
+/// a reason beside its text, where a table of `&str` takes eight (a pointer
+/// and a length).
+struct Reasons<const BOUNDS: usize, const LEN: usize> {
+    /// Every reason, in table order, with nothing between them.
+    text: [u8; LEN],
+    /// Where reason `i` starts (`bounds[i]`) and ends (`bounds[i + 1]`).
+    bounds: [u16; BOUNDS],
+}
+
+/// The length of `reasons` end to end.
+const fn joined_len(reasons: &[&str]) -> usize {
+    let (mut len, mut i) = (0, 0);
+    while i < reasons.len() {
+        len += reasons[i].len();
+        i += 1;
+    }
+    len
+}
+
+impl<const BOUNDS: usize, const LEN: usize> Reasons<BOUNDS, LEN> {
+    /// Joins `reasons`; the build fails if they do not fit.
+    const fn join(reasons: &[&str]) -> Self {
+        assert!(BOUNDS == reasons.len() + 1 && LEN <= u16::MAX as usize);
+        let mut joined = Reasons { text: [0; LEN], bounds: [0; BOUNDS] };
+        let (mut at, mut i) = (0, 0);
+        while i < reasons.len() {
+            let reason = reasons[i].as_bytes();
+            let mut j = 0;
+            while j < reason.len() {
+                joined.text[at] = reason[j];
+                at += 1;
+                j += 1;
+            }
+            i += 1;
+            joined.bounds[i] = at as u16;
+        }
+        joined
+    }
+
+    /// Reason `index`; empty past the last.
+    fn get(&'static self, index: usize) -> &'static str {
+        let bound = |i: usize| self.bounds.get(i).map_or(0, |&b| usize::from(b));
+        let bytes = self.text.get(bound(index)..bound(index + 1)).unwrap_or_default();
+        // Whole reasons are whole strings, so this never falls back.
+        core::str::from_utf8(bytes).unwrap_or_default()
+    }
 }
 
 const REQUEST: Option<ErrorCode> = Some(ErrorCode::InvalidRequest);

@@ -244,7 +244,7 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
         || DROPPED_PREFIXES
             .iter()
             .any(|p| name.get(..p.len()).is_some_and(|start| canonical_eq(start, p.as_bytes())))
-        || (name.contains(&b'_') && canonical_eq(name, b"content-length"))
+        || (crate::http::has_byte(name, b'_') && canonical_eq(name, b"content-length"))
         || connection_options(head).any(|option| canonical_eq(name, option))
         || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
 }

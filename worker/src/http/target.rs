@@ -203,7 +203,8 @@ fn write_segment(segment: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> 
 /// characters RFC 3986 does not allow raw, and `'`, encoded.
 fn write_query(query: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
     for &b in query {
-        let raw = b != b'\'' && (is_unreserved(b) || is_sub_delim(b) || b"%:@/?".contains(&b));
+        let raw = b != b'\''
+            && (is_unreserved(b) || is_sub_delim(b) || matches!(b, b'%' | b':' | b'@' | b'/' | b'?'));
         if raw { out.push(b)? } else { out.push_escaped(b)? }
     }
     Ok(())
@@ -225,7 +226,7 @@ fn is_unreserved(b: u8) -> bool {
 
 /// RFC 3986 sub-delims: "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "=".
 fn is_sub_delim(b: u8) -> bool {
-    b"!$&'()*+,;=".contains(&b)
+    matches!(b, b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=')
 }
 
 /// Appends to the normalized target's fixed buffer; overflowing it is a 414.

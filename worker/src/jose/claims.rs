@@ -346,10 +346,7 @@ fn numeric_date(literal: &[u8], round: Round) -> Result<u64, Rejection> {
     let (mut whole, mut count, mut fraction) = (0u64, 0i64, false);
     for &digit in mantissa.iter().filter(|&&b| b != b'.') {
         if count < point {
-            whole = whole
-                .checked_mul(10)
-                .and_then(|w| w.checked_add(u64::from(digit - b'0')))
-                .ok_or(MALFORMED)?;
+            whole = times_ten(whole).and_then(|w| w.checked_add(u64::from(digit - b'0'))).ok_or(MALFORMED)?;
         } else {
             fraction |= digit != b'0';
         }
@@ -365,13 +362,19 @@ fn numeric_date(literal: &[u8], round: Round) -> Result<u64, Rejection> {
     // 20 digits it overflows, so this loop is short).
     if whole != 0 {
         for _ in count..point {
-            whole = whole.checked_mul(10).ok_or(MALFORMED)?;
+            whole = times_ten(whole).ok_or(MALFORMED)?;
         }
     }
     match (round, fraction) {
         (Round::Up, true) => whole.checked_add(1).ok_or(MALFORMED),
         _ => Ok(whole),
     }
+}
+
+/// `value * 10`, or `None` past `u64::MAX`. Compared rather than
+/// `checked_mul`, whose overflow check on wasm32 is a 128-bit multiply.
+pub(crate) fn times_ten(value: u64) -> Option<u64> {
+    (value <= u64::MAX / 10).then(|| value * 10)
 }
 
 /// The value of an exponent part (`e+12`, `E-3`, or empty), clamped to

@@ -23,14 +23,14 @@ pub struct CompactJws<'t> {
     pub signature: &'t [u8],
 }
 
-use gateway_jose::base64url::{self, DOT, VALUES};
+use gateway_jose::base64url::{self, DOT};
 
 /// Splits `token` at its two dots.
 pub fn split(token: &[u8]) -> Result<CompactJws<'_>, Rejection> {
     let mut dots = [0usize; 2];
     let mut count = 0;
     for (i, &b) in token.iter().enumerate() {
-        match VALUES[usize::from(b)] {
+        match base64url::value(b) {
             0..DOT => {}
             DOT => {
                 *dots.get_mut(count).ok_or(Rejection::MalformedToken)? = i;

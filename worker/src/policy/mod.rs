@@ -38,7 +38,7 @@ pub fn access<'c>(rules: &'c [Rule<'c>], method: &str, path: &[u8]) -> Result<Ac
     {
         let first = |strip| rules.iter().position(|rule| matches(rule, method, path, strip));
         let literal = first(false);
-        if path.contains(&b';') && first(true) != literal {
+        if crate::http::has_byte(path, b';') && first(true) != literal {
             return Err(Rejection::PathParametersChangeRule);
         }
         if let Some(rule) = literal.and_then(|i| rules.get(i)) {

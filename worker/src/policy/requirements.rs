@@ -20,7 +20,7 @@
 #![cfg_attr(not(policy_claims), allow(dead_code, unused_imports))]
 
 use crate::config::{ClaimValue, Literal, Policy, Requirements, Roles};
-use crate::jose::claims::{ClaimValues, Verified};
+use crate::jose::claims::{ClaimValues, Verified, times_ten};
 use crate::jose::json::{self, Reader};
 use crate::reject::Rejection;
 
@@ -136,11 +136,9 @@ fn integer_eq(literal: &[u8], expected: i64) -> bool {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return false;
     }
-    let magnitude = digits.iter().try_fold(0i128, |acc, &d| {
-        let next = acc * 10 + i128::from(d - b'0');
-        (next <= i128::from(u64::MAX)).then_some(next)
-    });
-    magnitude.is_some_and(|m| (if negative { -m } else { m }) == i128::from(expected))
+    let magnitude = digits.iter().try_fold(0u64, |acc, &d| times_ten(acc)?.checked_add(u64::from(d - b'0')));
+    // `-0` is zero; any other negative literal needs a negative `expected`.
+    magnitude.is_some_and(|m| m == expected.unsigned_abs() && (negative == (expected < 0) || m == 0))
 }
 
 #[cfg(test)]

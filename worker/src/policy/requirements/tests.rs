@@ -139,4 +139,11 @@ fn integers_compare_by_value_within_i64() {
     assert!(!integer_eq(b"9223372036854775808", i64::MAX));
     assert!(!integer_eq(b"99999999999999999999999", 0));
     assert!(!integer_eq(b"-0.0", 0));
+    assert!(integer_eq(b"-0", 0), "-0 is zero");
+    assert!(integer_eq(b"0", 0));
+    assert!(!integer_eq(b"7", -7) && !integer_eq(b"-7", 7), "the sign counts");
+    assert!(integer_eq(b"-9223372036854775808", i64::MIN));
+    assert!(!integer_eq(b"9223372036854775808", i64::MIN));
+    assert!(!integer_eq(b"18446744073709551616", 0), "past u64::MAX");
+    assert!(!integer_eq(b"18446744073709551615", -1));
 }
