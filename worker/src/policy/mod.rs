@@ -32,13 +32,15 @@ use crate::reject::Rejection;
 /// A path with `;` parameters is also read as servers that strip them read
 /// it (Tomcat, Jetty and Spring route `/admin;x/users` as `/admin/users`):
 /// when the two readings pick different rules, the request is refused, so a
-/// parameter can never step around a rule.
+/// parameter can never step around a rule. An encoded `;` (`%3B`, or
+/// `%253B` and deeper) counts as one, for a server or framework that
+/// decodes the path before it strips them.
 pub fn access<'c>(rules: &'c [Rule<'c>], method: &str, path: &[u8]) -> Result<Access<'c>, Rejection> {
     #[cfg(policy_rules)]
     {
         let first = |strip| rules.iter().position(|rule| matches(rule, method, path, strip));
         let literal = first(false);
-        if crate::http::has_byte(path, b';') && first(true) != literal {
+        if (0..path.len()).any(|at| parameters_start(path, at)) && first(true) != literal {
             return Err(Rejection::PathParametersChangeRule);
         }
         if let Some(rule) = literal.and_then(|i| rules.get(i)) {
@@ -49,9 +51,30 @@ pub fn access<'c>(rules: &'c [Rule<'c>], method: &str, path: &[u8]) -> Result<Ac
     Ok(Access::Token(Requirements::NONE))
 }
 
+/// True when `;` parameters start at `at` in `path`: a raw `;`, or `%3B`
+/// with any number of `25` after the `%` (`%253B`, `%25253b`), which a
+/// server that decodes once or more before stripping parameters reads as
+/// `;`. (The normalized path writes an escape's own hex digits in upper
+/// case; those after `%25` are plain text, in either case.)
+#[cfg(policy_rules)]
+fn parameters_start(path: &[u8], at: usize) -> bool {
+    match path.get(at..).unwrap_or_default() {
+        [b';', ..] => true,
+        [b'%', rest @ ..] => {
+            let mut rest = rest;
+            while let [b'2', b'5', after @ ..] = rest {
+                rest = after;
+            }
+            matches!(rest, [b'3', b'b' | b'B', ..])
+        }
+        _ => false,
+    }
+}
+
 /// True when `rule` applies to `method` and `path`, read with its `;`
-/// parameters, or without them when `strip` (each segment's `;...` left
-/// out, up to the next `/`). A prefix matches on a segment boundary.
+/// parameters, or without them when `strip` (each segment's parameters,
+/// raw or encoded, left out up to the next `/`). A prefix matches on a
+/// segment boundary.
 #[cfg(policy_rules)]
 fn matches(rule: &Rule<'_>, method: &str, path: &[u8], strip: bool) -> bool {
     if !rule.methods.is_empty() && !rule.methods.contains(&method) {
@@ -63,13 +86,9 @@ fn matches(rule: &Rule<'_>, method: &str, path: &[u8], strip: bool) -> bool {
     };
     let mut matched = 0;
     let mut in_parameters = false;
-    for &b in path {
+    for (at, &b) in path.iter().enumerate() {
         if strip {
-            in_parameters = match b {
-                b';' => true,
-                b'/' => false,
-                _ => in_parameters,
-            };
+            in_parameters = b != b'/' && (in_parameters || parameters_start(path, at));
             if in_parameters {
                 continue;
             }
@@ -148,6 +167,15 @@ mod tests {
             "PathParametersChangeRule",
             "exact /healthz to a stripping server"
         );
+        // Encoded once or more, in either case: a server that decodes first reads ';'.
+        for path in
+            ["/admin%3Bx/users", "/admin%3bx", "/admin%253Bx/users", "/admin%25253b/users", "/healthz%3Bv=1"]
+        {
+            assert_eq!(rules("GET", path), "PathParametersChangeRule", "{path}");
+        }
+        // Other escapes and a '%25' that spells no ';' are no parameters.
+        assert_eq!(rules("GET", "/admin%3Ax/users"), "public 1");
+        assert_eq!(rules("GET", "/admin%2533/users"), "public 1");
         // Parameters that change no rule pass, as they are.
         assert_eq!(rules("GET", "/docs;v=1/x"), "public 1");
         assert_eq!(rules("GET", "/admin/users;x"), "deny 404");
