@@ -62,6 +62,8 @@ host:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	$(CARGO) clippy --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \
+	  --target wasm32-unknown-unknown --target-dir target/bench-kernels -- -D warnings
 
 ## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
 demo: worker host

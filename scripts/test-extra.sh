@@ -23,3 +23,9 @@ REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/jwk
 # fuzz/: a smoke run of each fuzz target (`make fuzz` runs longer).
 echo "==> security: fuzz smoke run, ${FUZZ_SMOKE_SECONDS:-10}s per target"
 FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-10} bash fuzz/run.sh
+
+# benches/wasm-kernels: a cdylib outside the workspace, which make bench
+# builds; built here too, so that it keeps up with the worker's surface.
+echo "==> cargo build benches/wasm-kernels (wasm32)"
+cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \
+  --target wasm32-unknown-unknown --target-dir target/bench-kernels

@@ -6,7 +6,8 @@
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
-use worker::config::COMPILED;
+use worker::config::{COMPILED, Hs256Key, VerifyingKey};
+use worker::internal::{jws, signature};
 
 static mut BUF: [u8; 512] = [0; 512];
 static mut PREKEYED: Option<Hmac<Sha256>> = None;
@@ -28,15 +29,25 @@ pub extern "C" fn buf_ptr() -> *const u8 {
 /// states, with a tag that does not match, so the whole path runs).
 #[unsafe(no_mangle)]
 pub extern "C" fn hmac_worker(len: u32) -> u32 {
-    match COMPILED.keys[0].as_hs256() {
-        Some(key) => worker::signature::verify(&key.hmac, buf(len), &[0u8; 32]).is_ok() as u32,
+    match hs256_key() {
+        Some(key) => signature::verify(&key.hmac, buf(len), &[0u8; 32]).is_ok() as u32,
         None => 0,
     }
 }
 
-/// The first compiled-in key's secret (the benches' config has one HS256 key).
+/// The first compiled-in key, when it is an HS256 key (the benches' config
+/// has one).
+fn hs256_key() -> Option<&'static Hs256Key<'static>> {
+    match COMPILED.issuers.first()?.keys.first()? {
+        VerifyingKey::Hs256(key) => Some(key),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// The first compiled-in key's secret.
 fn hs256_secret() -> &'static [u8] {
-    COMPILED.keys[0].as_hs256().map_or(&[], |key| key.secret)
+    hs256_key().map_or(&[], |key| key.secret)
 }
 
 /// The proposal: the keyed inner and outer states computed once, cloned per call.
@@ -55,7 +66,7 @@ pub extern "C" fn hmac_prekeyed(len: u32) -> u32 {
 /// The worker's split of a compact JWS (alphabet check per byte).
 #[unsafe(no_mangle)]
 pub extern "C" fn split_worker(len: u32) -> u32 {
-    worker::jws::split(buf(len)).map_or(0, |p| p.signing_input.len() as u32)
+    jws::split(buf(len)).map_or(0, |p| p.signing_input.len() as u32)
 }
 
 const fn alphabet() -> [u8; 256] {
