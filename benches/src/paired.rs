@@ -298,10 +298,8 @@ fn rules(all: &mut BTreeMap<String, f64>, heads: &[Vec<u8>]) {
 /// one with an RS256 token. The fetched module's keys are installed as a
 /// host installs them. `benches/run.sh` step 1 builds both modules.
 fn fetched_keys(all: &mut BTreeMap<String, f64>) {
-    let keys_module =
-        |name: &str| existing(&gateway_benches::paths::root().join("target/bench-keys").join(name));
-    let compiled = Setup::Deadline.load_unchecked(&keys_module("keys-compiled.wasm"));
-    let fetched = Setup::Deadline.load_unchecked(&keys_module("keys-fetched.wasm"));
+    let compiled = Setup::Deadline.load_unchecked(&config_module("keys-compiled.wasm"));
+    let fetched = Setup::Deadline.load_unchecked(&config_module("keys-fetched.wasm"));
     let document = std::fs::read(gateway_benches::paths::root().join("benches/configs/rsa4-jwks.json"))
         .expect("benches/configs/rsa4-jwks.json");
     let installed = fetched.install_keys(0, &document, NOW as f64).expect("the keeper instance");
