@@ -300,7 +300,7 @@ step "7/7 report: docs/PERFORMANCE.md"
 "$tool" report "$results" docs/PERFORMANCE.md
 # The gateways' tables, with their command, as the last section.
 if [ -f "$results/gateways.md" ]; then
-  { echo; echo "## 9. The gateways side by side: host-sim, workerd, Envoy with the filter, Envoy's jwt_authn"; echo; cat "$results/gateways.md"; } \
-    >>docs/PERFORMANCE.md
+  { echo; echo "## 9. The gateways side by side: host-sim, workerd, Envoy with the filter, Envoy's jwt_authn"; echo; cat "$results/gateways.md"
+    python3 benches/gateway_targets.py "$results/gateways.md"; } >>docs/PERFORMANCE.md
 fi
 echo "==> done in $(( $(date +%s) - started ))s"

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The gateways against their peers, as ratios of one run of benches/gateways.sh.
+
+Reads the markdown gateways.sh writes (target/bench-results/gateways.md) and
+prints a table of the ratios the performance targets are stated in: each
+gateway's closed-loop requests per second and CPU time per request against
+its peer's, and the forward p99 at the fixed rates. benches/run.sh appends it
+to docs/PERFORMANCE.md after the gateways' own tables.
+
+    python3 benches/gateway_targets.py target/bench-results/gateways.md
+"""
+
+import sys
+
+
+def tables(text):
+    """Each markdown table under a '###' heading: heading -> list of rows (cells)."""
+    found, heading = {}, None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            heading = line[4:].strip()
+            found[heading] = []
+        elif heading and line.startswith("|") and not line.startswith("|---"):
+            found[heading].append([cell.strip() for cell in line.strip("|").split("|")])
+    return {h: rows[1:] for h, rows in found.items() if rows}  # without the header row
+
+
+def main(path):
+    parsed = tables(open(path, encoding="utf-8").read())
+    closed = next((rows for h, rows in parsed.items() if h.startswith("As fast as they go")), [])
+    fixed = next((rows for h, rows in parsed.items() if h.startswith("At a fixed offered rate")), [])
+    # gateway, case -> (requests/s, CPU µs/request)
+    loop = {(r[0], r[1]): (float(r[2]), float(r[5])) for r in closed if r[5] != "n/a"}
+    # gateway, case, rate -> p99 ms (only where the rate was held)
+    p99 = {(r[0], r[1], r[2]): float(r[5]) for r in fixed if float(r[3]) >= 0.98 * float(r[2])}
+
+    def ratio(a, b, case):
+        if (a, case) not in loop or (b, case) not in loop:
+            return None
+        (rps_a, cpu_a), (rps_b, cpu_b) = loop[(a, case)], loop[(b, case)]
+        return f"{rps_a / rps_b:.2f}x", f"{cpu_a / cpu_b:.2f}x"
+
+    rows = []
+    for a, b, target in [
+        ("envoy-filter", "envoy-jwt-authn", ">= 1.15x"),
+        ("host-sim", "envoy-jwt-authn", ">= 1.5x"),
+    ]:
+        for case in ("forward", "reject"):
+            r = ratio(a, b, case)
+            if r:
+                rows.append(f"| {a} against {b}, {case} | {r[0]} | {r[1]} | {target} |")
+    r = ratio("workerd", "workerd-proxy", "forward")
+    if r:
+        rows.append(f"| workerd against workerd-proxy, forward | {r[0]} | {r[1]} | >= 0.9x |")
+    if not rows:
+        return
+    print()
+    print("### Against the targets (ratios of the closed-loop table above)")
+    print()
+    print("| gateway against its peer | requests/s | CPU per request | target (requests/s) |")
+    print("|---|---:|---:|---:|")
+    print("\n".join(rows))
+    router, cost = loop.get(("envoy-router", "forward")), []
+    for gateway in ("envoy-filter", "envoy-jwt-authn"):
+        if router and (gateway, "forward") in loop:
+            cost.append(f"{gateway} {loop[(gateway, 'forward')][1] - router[1]:.1f} µs")
+    if cost:
+        print()
+        print("CPU per forwarded request over Envoy's router alone: " + ", ".join(cost) + ".")
+    tails = []
+    for rate in ("5000", "10000"):
+        for gateway in ("host-sim", "envoy-filter", "envoy-jwt-authn"):
+            if (gateway, "forward", rate) in p99:
+                tails.append(f"{gateway} {p99[(gateway, 'forward', rate)]:.2f} ms at {rate}")
+    if tails:
+        print("Forward p99 at a fixed rate (where the rate was held): " + ", ".join(tails) + ".")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: gateway_targets.py GATEWAYS_MD")
+    main(sys.argv[1])
