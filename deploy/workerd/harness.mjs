@@ -182,9 +182,24 @@ function dechunk(buf) {
 }
 
 /**
+ * The kill of every child still running. A test runner stops a file that
+ * overruns its timeout with SIGTERM, which runs no "exit" handler: the
+ * children (each in its own process group) would outlive it and keep
+ * calling the loopback ports later tests reuse. So a SIGTERM or SIGINT
+ * kills them first.
+ */
+const running = new Set();
+for (const [name, code] of [["SIGTERM", 143], ["SIGINT", 130]]) {
+  process.once(name, () => {
+    for (const kill of running) kill();
+    process.exit(code);
+  });
+}
+
+/**
  * A child process with its output kept (for failure messages), killed by
  * `stop()` (SIGTERM, then SIGKILL after a grace period). Children are also
- * killed if the test process exits.
+ * killed if the test process exits or is told to stop.
  */
 export function startProcess(command, args, options = {}) {
   // Its own process group, so stop() also ends any child it starts (an npm
@@ -209,12 +224,14 @@ export function startProcess(command, args, options = {}) {
   exited.then((info) => (exitInfo = info));
   const killOnExit = () => signal("SIGKILL");
   process.once("exit", killOnExit);
+  running.add(killOnExit);
   return {
     child,
     output: () => log.join(""),
     exited: () => exitInfo,
     async stop() {
       process.removeListener("exit", killOnExit);
+      running.delete(killOnExit);
       if (exitInfo) return exitInfo;
       signal("SIGTERM");
       const timer = setTimeout(() => signal("SIGKILL"), 3000);
