@@ -112,40 +112,31 @@ fn decide<'x>(
     let target = target::normalize(head.method, head.target, arena)?;
     let cross_origin = cors::classify(&head, config.policy.cors.as_ref());
     answer_context.cors = cross_origin.allowed();
-    if cors::is_preflight(&head, config.policy.cors.as_ref()) {
+    // A preflight the config does not answer goes to its route with no
+    // CORS fields; any other request is judged by the rules.
+    let (grant, cross_origin) = if cors::is_preflight(&head, config.policy.cors.as_ref()) {
         answer_context.cors = None;
         match cors::check_preflight(&head, &cross_origin, config)? {
             cors::Preflight::Answer(origin) => {
                 return cors::write_preflight(out, origin, config).map(|()| 204);
             }
-            cors::Preflight::Forward(route) => {
-                let grant = Grant::public(route);
-                forward::write_plan(
-                    out,
-                    &grant,
-                    &head,
-                    &target,
-                    &context,
-                    config,
-                    &CrossOrigin::None,
-                    arena,
-                )?;
-                return Ok(200);
+            cors::Preflight::Forward(route) => (Grant::public(route), CrossOrigin::None),
+        }
+    } else {
+        let grant = match policy::access(config.policy.rules, head.method, target.path())? {
+            Access::Deny { status } => return Err(policy::denied(status)),
+            Access::Public { route } => {
+                Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)
             }
-        }
-    }
-    let grant = match policy::access(config.policy.rules, head.method, target.path())? {
-        Access::Deny { status } => return Err(policy::denied(status)),
-        Access::Public { route } => {
-            Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)
-        }
-        Access::Token(requirements) => {
-            answer_context.scope = requirements.scope_attribute;
-            let token = tokens::find(&head, config)?;
-            let verified = authorize(token, now, config, keys, arena, cache)?;
-            policy::requirements::check(&requirements, &verified, &config.policy)?;
-            Grant::token(verified, token)
-        }
+            Access::Token(requirements) => {
+                answer_context.scope = requirements.scope_attribute;
+                let token = tokens::find(&head, config)?;
+                let verified = authorize(token, now, config, keys, arena, cache)?;
+                policy::requirements::check(&requirements, &verified, &config.policy)?;
+                Grant::token(verified, token)
+            }
+        };
+        (grant, cross_origin)
     };
     forward::write_plan(out, &grant, &head, &target, &context, config, &cross_origin, arena)?;
     Ok(200)
