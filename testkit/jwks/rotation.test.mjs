@@ -248,15 +248,24 @@ for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
   });
 }
 
+/**
+ * A provider that answers 500 until told otherwise (publishing one key),
+ * a recording upstream, and the overrides that point a host at both.
+ */
+async function providerDown() {
+  const provider = await startProvider({ issuer: IDP });
+  const recorder = await startRecorder();
+  provider.behave("status500");
+  const key = fixtureRsaKey("key-a");
+  provider.publish("*", jwksOf([key]));
+  const overrides = [[IDP, provider.origin], [JWKS, provider.origin], [ROUTE_ORIGIN, recorder.origin]];
+  return { provider, recorder, key, overrides };
+}
+
 for (const [name, start] of HOSTS) {
   describe(`keys fetched at run time, provider down at start: ${name}`, () => {
     test("no decision is made with keys it does not have: 503 until the provider answers", async () => {
-      const provider = await startProvider({ issuer: IDP });
-      const recorder = await startRecorder();
-      provider.behave("status500");
-      const key = fixtureRsaKey("key-a");
-      provider.publish("*", jwksOf([key]));
-      const overrides = [[IDP, provider.origin], [JWKS, provider.origin], [ROUTE_ORIGIN, recorder.origin]];
+      const { provider, recorder, key, overrides } = await providerDown();
       // host-sim waits for keys unless told to serve; the others serve and fail closed.
       const host = await start(overrides, { serveBeforeKeys: true });
       try {
@@ -280,12 +289,7 @@ for (const [name, start] of HOSTS) {
 if (HOSTS.some(([name]) => name === "host-sim serve")) {
   describe("keys fetched at run time: host-sim waits for its keys", () => {
     test("with the provider down, serve says so and does not listen until the keys are installed", async () => {
-      const provider = await startProvider({ issuer: IDP });
-      const recorder = await startRecorder();
-      provider.behave("status500");
-      const key = fixtureRsaKey("key-a");
-      provider.publish("*", jwksOf([key]));
-      const overrides = [[IDP, provider.origin], [JWKS, provider.origin], [ROUTE_ORIGIN, recorder.origin]];
+      const { provider, recorder, key, overrides } = await providerDown();
       const starting = startHostSim(overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, JWKS_WASM);
       let host;
       try {

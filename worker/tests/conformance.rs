@@ -214,7 +214,7 @@ fn every_single_request_case_gets_the_stated_outcome() {
 }
 
 /// Every answer a policy adds, each of which the policy corpus must show.
-const POLICY_REJECTIONS: [Rejection; 9] = [
+const POLICY_REJECTIONS: [Rejection; 10] = [
     Rejection::MalformedTokenField,
     Rejection::ConflictingTokens,
     Rejection::ClaimNotHeaderSafe,
@@ -224,6 +224,7 @@ const POLICY_REJECTIONS: [Rejection; 9] = [
     Rejection::Denied,
     Rejection::NotFound,
     Rejection::PreflightRefused,
+    Rejection::PathParametersChangeRule,
 ];
 
 #[test]

@@ -176,12 +176,13 @@ pub const UPSTREAM_FIELDS_REMOVED: [&str; 5] = [
 ];
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::Policy;
     use crate::http::request::{MAX_HEADERS, parse};
 
-    const CORS: Cors<'static> = Cors {
+    /// Two allowed origins with credentials (the decide tests use it too).
+    pub(crate) const CORS: Cors<'static> = Cors {
         origins: &["https://app.example", "http://localhost:5173"],
         methods: &["GET", "POST", "DELETE"],
         methods_joined: "GET, POST, DELETE",

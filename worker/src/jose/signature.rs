@@ -148,6 +148,7 @@ pub(crate) mod tests {
 
     /// Runs a Wycheproof signature file: `check(group, msg, sig)` must accept
     /// exactly the cases marked valid. Returns how many cases ran.
+    #[cfg(any(feature = "rs256", feature = "es256", feature = "eddsa"))]
     pub(crate) fn wycheproof(
         name: &str,
         check: impl Fn(&serde_json::Value, &[u8], &[u8]) -> Result<(), Rejection>,

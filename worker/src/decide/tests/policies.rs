@@ -2,7 +2,8 @@
 //! `Authorization`, claims as headers, the payload forwarded.
 
 use super::*;
-use crate::config::{Access, ClaimHeader, Cors, PathMatch, Requirements, Rule, TokenSource};
+use crate::config::{Access, ClaimHeader, PathMatch, Requirements, Rule, TokenSource};
+use crate::http::cors::tests::CORS;
 
 const RULES: &[Rule<'static>] = &[
     Rule {
@@ -21,17 +22,6 @@ const RULES: &[Rule<'static>] = &[
         }),
     },
 ];
-const CORS: Cors<'static> = Cors {
-    origins: &["https://app.example"],
-    methods: &["GET", "POST", "DELETE"],
-    methods_joined: "GET, POST, DELETE",
-    headers: &["authorization", "content-type"],
-    headers_joined: "authorization, content-type",
-    expose_headers: "www-authenticate",
-    max_age: "600",
-    credentials: true,
-    unmatched_preflight_route: None,
-};
 const POLICY: Policy<'static> = Policy {
     rules: RULES,
     cors: Some(CORS),
