@@ -123,13 +123,14 @@ pub(crate) fn read(
     Ok(Some(KeyFetchConfig { kind, url, refresh_secs, refetch_secs, timeout_ms, max_stale_secs, max_keys }))
 }
 
-/// An absolute http(s) URL with a host, printable ASCII without spaces (the
-/// key-source table separates its fields with spaces).
+/// An absolute http(s) URL whose authority an upstream URL could have
+/// (`text::is_authority`), printable ASCII without spaces (the key-source
+/// table separates its fields with spaces); its path and query are the
+/// provider's own.
 fn is_fetch_url(url: &str) -> bool {
     let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
     rest.is_some_and(|rest| {
-        let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-        !host.is_empty() && !host.contains('@') && url.len() <= 2048
+        crate::text::is_authority(rest.split(['/', '?', '#']).next().unwrap_or("")) && url.len() <= 2048
     }) && url.bytes().all(|b| (0x21..0x7f).contains(&b))
 }
 
@@ -200,6 +201,13 @@ mod tests {
                 "without spaces",
             ),
             (RawKeyFetch { jwks_url: Some("https://u@h/k".into()), ..Default::default() }, None, "must be"),
+            (RawKeyFetch { jwks_url: Some("http://:80/jwks".into()), ..Default::default() }, None, "must be"),
+            (
+                RawKeyFetch { jwks_url: Some("https://h:99999/k".into()), ..Default::default() },
+                None,
+                "must be",
+            ),
+            (RawKeyFetch { jwks_url: Some("https://-h/k".into()), ..Default::default() }, None, "must be"),
             (
                 RawKeyFetch { jwks_url: url(), refresh_secs: Some(0), ..Default::default() },
                 None,

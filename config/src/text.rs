@@ -48,6 +48,18 @@ pub fn is_upstream_url(url: &str) -> bool {
         return false;
     };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path_ok = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
+        && path.split('/').skip(1).all(|segment| {
+            let name = segment.split(';').next().unwrap_or(segment);
+            !name.is_empty() && name != "." && name != ".."
+        });
+    url.len() <= MAX_TEXT_LEN && is_authority(authority) && path_ok
+}
+
+/// A URL's `host[:port]`: a DNS name or IPv4 address (letters, digits, `-`
+/// and `.`, not starting with either), or an IPv6 address in brackets, and
+/// a port of 1 to 65535 when given. No user information.
+pub(crate) fn is_authority(authority: &str) -> bool {
     // The port follows the last ':' outside an IPv6 address's brackets.
     let (host, port) = match authority.rfind(':') {
         Some(i) if !authority[i..].contains(']') => (&authority[..i], Some(&authority[i + 1..])),
@@ -60,13 +72,7 @@ pub fn is_upstream_url(url: &str) -> bool {
             && host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
             && !host.starts_with(['.', '-'])
     };
-    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0));
-    let path_ok = path.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
-        && path.split('/').skip(1).all(|segment| {
-            let name = segment.split(';').next().unwrap_or(segment);
-            !name.is_empty() && name != "." && name != ".."
-        });
-    url.len() <= MAX_TEXT_LEN && host_ok && port_ok && path_ok
+    host_ok && port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0))
 }
 
 /// Base64url without padding. Written out here (twelve lines) rather than
