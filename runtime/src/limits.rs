@@ -36,22 +36,29 @@ impl HostState {
 /// deadline would stop requests that used far less CPU. So an epoch deadline
 /// only makes the host look: the callback reads the thread's CPU time and
 /// lets the guest go on, one tick at a time, until the guest itself has used
-/// the budget. Reading the thread's CPU clock costs one system call (about
-/// 0.2 us) per request.
+/// the budget.
+///
+/// The clock is read only when the epoch deadline passes, never on a call's
+/// way in: reading the thread's CPU clock is a system call (the vDSO does
+/// not serve it), which was a tenth of a reused instance's request. So the
+/// budget counts from the first look, which comes once the call has run the
+/// deadline in wall-clock time, and so after at most that much CPU: a guest
+/// is stopped after between one and two budgets of its own CPU time (plus a
+/// tick), and a request that used less than one budget is never stopped.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CpuDeadline {
     budget: Duration,
-    /// The calling thread's CPU clock when the call began (None: outside a
-    /// call). A reading, not a `ThreadTime` (which may not leave its
+    /// The calling thread's CPU clock at the call's first look (None: no
+    /// look yet). A reading, not a `ThreadTime` (which may not leave its
     /// thread), so that a Store can be made on one thread and used on
     /// another; each call is on one thread.
     call_started: Option<Duration>,
 }
 
 impl CpuDeadline {
-    /// Notes the start of a call: the budget counts from here.
+    /// Notes the start of a call: the budget counts from the first look.
     pub(crate) fn start_call(&mut self) {
-        self.call_started = thread_cpu_time(self.budget);
+        self.call_started = None;
     }
 
     /// What to do when an epoch deadline passes during a call.
@@ -61,9 +68,9 @@ impl CpuDeadline {
             return wasmtime::UpdateDeadline::Interrupt;
         };
         match self.call_started {
-            // Wasm outside a call: instantiating runs compiled code when a
-            // memory has no copy-on-write image (wasmtime initialises it
-            // that way). Its budget starts at this first look.
+            // The first look of this call (or of wasm outside a call:
+            // instantiating runs compiled code when a memory has no
+            // copy-on-write image). The budget starts here.
             None => {
                 self.call_started = Some(now);
                 wasmtime::UpdateDeadline::Continue(1)
@@ -166,5 +173,40 @@ impl Drop for Ticker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spends `cpu` of this thread's CPU time.
+    fn burn(cpu: Duration) {
+        let start = cpu_time::ThreadTime::now();
+        let mut x = 0u64;
+        while start.elapsed() < cpu {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+    }
+
+    #[test]
+    fn the_budget_counts_from_the_first_look_of_each_call() {
+        let mut deadline = CpuDeadline { budget: Duration::from_millis(2), call_started: None };
+        deadline.start_call();
+        // The first look of a call starts its budget, however long it ran.
+        assert!(matches!(deadline.on_epoch_deadline(), wasmtime::UpdateDeadline::Continue(1)));
+        assert!(matches!(deadline.on_epoch_deadline(), wasmtime::UpdateDeadline::Continue(1)));
+        burn(Duration::from_millis(3));
+        assert!(matches!(deadline.on_epoch_deadline(), wasmtime::UpdateDeadline::Interrupt));
+        // A new call does not inherit the last one's start.
+        deadline.start_call();
+        assert!(matches!(deadline.on_epoch_deadline(), wasmtime::UpdateDeadline::Continue(1)));
+    }
+
+    #[test]
+    fn without_a_budget_a_look_stops_the_guest() {
+        let mut deadline = CpuDeadline { budget: Duration::ZERO, call_started: None };
+        deadline.start_call();
+        assert!(matches!(deadline.on_epoch_deadline(), wasmtime::UpdateDeadline::Interrupt));
     }
 }
