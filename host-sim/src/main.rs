@@ -5,6 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of the system allocator: serving allocates and frees
+/// small buffers on every request (hyper's, the header maps, the Store),
+/// and glibc's malloc and free were about a tenth of the CPU `serve` spent
+/// per forward (`docs/PERFORMANCE.md`, "host-sim's allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The wasmtime host for the gateway module (dist/gateway.wasm).
 #[derive(Debug, Parser)]
 #[command(name = "host-sim", version, about)]
