@@ -46,18 +46,20 @@ kept=$(mktemp)
 roots=$(mktemp)
 trap 'rm -f "$kept" "$roots"' EXIT
 metadce() { node_modules/.bin/wasm-metadce "${features[@]}" -f "$1" "$raw" -o "$kept" >/dev/null; }
+# The exports Envoy calls, and only those: Envoy skips a callback the module
+# does not export. The key fetcher's (ticks, fetch answers) are kept when the
+# filter was built with it (it imports the tick call only then), the response
+# callback when the config changes responses (CORS; its additions import
+# proxy_add_header_map_value only then).
 metadce deploy/envoy/filter/exports.json
-if node -e '
+node -e '
 const fs = require("node:fs");
-const imports = WebAssembly.Module.imports(new WebAssembly.Module(fs.readFileSync(process.argv[1])));
-process.exit(imports.some((i) => i.name === "proxy_set_tick_period_milliseconds") ? 0 : 1);
-' "$kept"; then
-  node -e '
-const fs = require("node:fs");
-const [base, keys, out] = process.argv.slice(1);
-fs.writeFileSync(out, JSON.stringify([base, keys].flatMap((f) => JSON.parse(fs.readFileSync(f, "utf8")))));
-' deploy/envoy/filter/exports.json deploy/envoy/filter/exports-keys.json "$roots"
-  metadce "$roots"
-fi
+const [wasm, out, ...lists] = process.argv.slice(1);
+const imports = new Set(WebAssembly.Module.imports(new WebAssembly.Module(fs.readFileSync(wasm))).map((i) => i.name));
+const wanted = { "exports-keys.json": "proxy_set_tick_period_milliseconds", "exports-response.json": "proxy_add_header_map_value" };
+const roots = lists.filter((f) => !wanted[f.split("/").pop()] || imports.has(wanted[f.split("/").pop()]));
+fs.writeFileSync(out, JSON.stringify(roots.flatMap((f) => JSON.parse(fs.readFileSync(f, "utf8")))));
+' "$kept" "$roots" deploy/envoy/filter/exports.json deploy/envoy/filter/exports-keys.json deploy/envoy/filter/exports-response.json
+metadce "$roots"
 "$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$kept" -o "$out"
 echo "==> $out: $(stat -c %s "$out") bytes after wasm-opt -Oz ($(stat -c %s "$raw") before)"

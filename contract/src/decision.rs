@@ -154,8 +154,9 @@ impl<'a> Forward<'a> {
     /// Every operation, in the module's order: the request's drops, then its
     /// sets, then the response's drops, then its additions.
     pub fn operations(&self) -> impl Iterator<Item = Operation<'a>> + 'a {
-        // Every line was checked by the decoder, so none is skipped.
-        lines(self.operations).filter_map(operation)
+        // Every line was checked by the decoder, so none is skipped, and
+        // none is checked again: a host reads the plan more than once.
+        lines(self.operations).filter_map(split_operation)
     }
 
     /// The request fields to remove.
@@ -240,12 +241,25 @@ fn decode_forward(text: &str) -> Result<Forward<'_>, DecodeError> {
 
 /// The operation a forward line spells, `None` when it breaks the format.
 fn operation(line: &str) -> Option<Operation<'_>> {
+    let operation = split_operation(line)?;
+    let checked = match operation {
+        Operation::DropRequestField(name) | Operation::DropResponseField(name) => is_name(name),
+        Operation::SetRequestField(name, value) | Operation::AddResponseField(name, value) => {
+            is_name(name) && is_value(name, value)
+        }
+    };
+    checked.then_some(operation)
+}
+
+/// The operation of a line by its first character and its `:`, unchecked
+/// (`None` for neither): the decoder checks every line with [`operation`].
+fn split_operation(line: &str) -> Option<Operation<'_>> {
     let (kind, rest) = line.split_at_checked(1)?;
     match kind {
-        "-" => is_name(rest).then_some(Operation::DropRequestField(rest)),
-        "+" => field(rest).map(|(n, v)| Operation::SetRequestField(n, v)),
-        "!" => is_name(rest).then_some(Operation::DropResponseField(rest)),
-        ">" => field(rest).map(|(n, v)| Operation::AddResponseField(n, v)),
+        "-" => Some(Operation::DropRequestField(rest)),
+        "+" => rest.split_once(':').map(|(n, v)| Operation::SetRequestField(n, v)),
+        "!" => Some(Operation::DropResponseField(rest)),
+        ">" => rest.split_once(':').map(|(n, v)| Operation::AddResponseField(n, v)),
         _ => None,
     }
 }

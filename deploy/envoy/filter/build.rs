@@ -3,13 +3,16 @@
 //! source (`jwks_url` or `discovery`) and the build has a public-key
 //! algorithm. Then `worker::abi::Instance` has its key methods and the
 //! filter compiles its fetcher; otherwise neither exists and the filter is
-//! the request path alone. A config that does not load is left to
+//! the request path alone. Likewise `cfg(response_edits)` when the config
+//! has CORS, whose forwards change the upstream's response: only then does
+//! the filter keep a response callback. A config that does not load is left to
 //! `worker/build.rs`, which stops the build with the reason.
 
 use std::path::PathBuf;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(runtime_keys)");
+    println!("cargo::rustc-check-cfg=cfg(response_edits)");
     println!("cargo:rerun-if-env-changed=GATEWAY_CONFIG");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let path = gateway_config::resolve_path(&manifest.join("../../.."));
@@ -19,8 +22,14 @@ fn main() {
     let public_keys = ["RS256", "ES256", "EDDSA"]
         .iter()
         .any(|alg| std::env::var_os(format!("CARGO_FEATURE_{alg}")).is_some());
-    let fetches = gateway_config::load(&path).is_ok_and(|c| c.policy_cfgs().contains(&"runtime_keys"));
-    if public_keys && fetches {
+    let cfgs = gateway_config::load(&path).map(|c| c.policy_cfgs()).unwrap_or_default();
+    if public_keys && cfgs.contains(&"runtime_keys") {
         println!("cargo:rustc-cfg=runtime_keys");
+    }
+    // CORS is the only policy whose forwards change the upstream's response
+    // (`worker/src/http/forward.rs`); without it the filter has no response
+    // callback.
+    if cfgs.contains(&"policy_cors") {
+        println!("cargo:rustc-cfg=response_edits");
     }
 }

@@ -38,6 +38,12 @@ enum FilterError {
     /// The instance was in use: a re-entrant call, which Envoy never makes.
     #[error("the core's instance is busy")]
     Busy,
+    /// The forward changes the upstream's response, which this build has no
+    /// response callback for: its config has no CORS, the only policy that
+    /// changes responses, so the core never asks. Refused, not ignored.
+    #[cfg(not(response_edits))]
+    #[error("the decision changes the response, which this build of the filter cannot")]
+    ResponseEdits,
 }
 
 impl From<Status> for FilterError {
@@ -95,9 +101,14 @@ impl RootContext for Root {
 
 /// One request's filter: what the forward changes in the upstream's
 /// response, kept from the request's decision until the response comes.
+/// A build whose config never changes a response (no CORS) keeps nothing
+/// and has no response callback: Envoy skips a callback the module does not
+/// export (`build/envoy-filter.sh` keeps it only when this one is compiled).
 #[derive(Default)]
 struct Gateway {
+    #[cfg(response_edits)]
     response_drops: Vec<String>,
+    #[cfg(response_edits)]
     response_adds: Vec<(String, String)>,
 }
 
@@ -116,6 +127,7 @@ impl HttpContext for Gateway {
         }
     }
 
+    #[cfg(response_edits)]
     fn on_http_response_headers(&mut self, _num_headers: usize, _end_of_stream: bool) -> Action {
         let headers = MapType::HttpResponseHeaders;
         let changed = self
@@ -159,7 +171,7 @@ impl Gateway {
             // The head goes straight into the core's input buffer.
             let len = input::write_input(scheme, peer, &headers, instance.input_mut())?;
             match decision::decide_written(&mut instance, len, now)? {
-                Decision::Forward(forward) => self.forward(&forward),
+                Decision::Forward(forward) => self.forward(&forward, headers.path()),
                 Decision::Answer(answer) => {
                     // The core asks for this issuer's keys: the root context fetches them.
                     #[cfg(runtime_keys)]
@@ -172,21 +184,31 @@ impl Gateway {
         })
     }
 
-    /// Applies the forward to Envoy's header map, keeps its response
-    /// changes for the response, and lets the request go on to the router,
-    /// which picks the origin's cluster by [`UPSTREAM_HEADER`].
-    fn forward(&mut self, forward: &Forward<'_>) -> Result<Action, FilterError> {
+    /// Applies the forward to Envoy's header map (`path` is its `:path`
+    /// now), keeps its response changes for the response, and lets the
+    /// request go on to the router, which picks the origin's cluster by
+    /// [`UPSTREAM_HEADER`].
+    fn forward(&mut self, forward: &Forward<'_>, path: Option<&[u8]>) -> Result<Action, FilterError> {
         let headers = MapType::HttpRequestHeaders;
-        hostcalls::set_map_value(headers, ":path", Some(forward.path))?;
+        // The same bytes need no host call (a route without a base path).
+        if path != Some(forward.path.as_bytes()) {
+            hostcalls::set_map_value(headers, ":path", Some(forward.path))?;
+        }
         // Two passes over the plan's lines, not one per kind: the drops and
         // the response's changes (kept for the response), then the sets,
         // which ABI.md applies after the drops.
         for operation in forward.operations() {
             match operation {
                 Operation::DropRequestField(name) => hostcalls::remove_map_value(headers, name)?,
+                #[cfg(response_edits)]
                 Operation::DropResponseField(name) => self.response_drops.push(name.to_owned()),
+                #[cfg(response_edits)]
                 Operation::AddResponseField(name, value) => {
                     self.response_adds.push((name.to_owned(), value.to_owned()));
+                }
+                #[cfg(not(response_edits))]
+                Operation::DropResponseField(_) | Operation::AddResponseField(..) => {
+                    return Err(FilterError::ResponseEdits);
                 }
                 Operation::SetRequestField(..) => {}
             }

@@ -81,6 +81,11 @@ impl<'a> HeaderMap<'a> {
         })
     }
 
+    /// The request's `:path`, as Envoy holds it now.
+    pub fn path(&self) -> Option<&'a [u8]> {
+        self.get(b":path")
+    }
+
     /// The first value of `name`.
     fn get(&self, name: &[u8]) -> Option<&'a [u8]> {
         self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
