@@ -15,11 +15,13 @@
 #   workerd-proxy     workerd running a trivial JavaScript fetch proxy
 #                     (benches/peers/workerd-proxy): the baseline that shows
 #                     what the shim costs workerd (forward case only)
-#   envoy-filter-base, workerd-base
-#                     the filter and the shim of another checkout, named by
-#                     GATEWAYS_BASE (a `git worktree` of an earlier commit,
-#                     built there with `make worker`): before and after in
-#                     one run
+#   host-sim-base, envoy-filter-base, workerd-base
+#                     host-sim, the filter and the shim of another checkout,
+#                     named by GATEWAYS_BASE (a `git worktree` of an earlier
+#                     commit, built there with `make worker` and, for
+#                     host-sim, `cargo build --release --bin host-sim`):
+#                     before and after in one run, with this checkout's
+#                     module and upstream
 # All of them forward aud "orders" to one upstream, `host-sim upstream`.
 #   forward  a valid token for "orders": verified, forwarded, 200
 #   reject   the same token with another token's signature: the whole
@@ -46,7 +48,7 @@
 #   GATEWAYS_SECONDS      seconds per run (5)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
 #   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
-#   GATEWAYS_BASE         the checkout envoy-filter-base and workerd-base run from
+#   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -120,8 +122,11 @@ for gateway in $gateways; do
   port[$gateway]=$(free_port)
   p=${port[$gateway]}
   case $gateway in
-    host-sim)
-      cmd=("$host_sim" serve --listen "127.0.0.1:$p" --wasm dist/gateway.wasm
+    host-sim | host-sim-base)
+      bin=$host_sim
+      [ "$gateway" = host-sim-base ] && bin=${GATEWAYS_BASE:-}/$host_sim
+      [ -x "$bin" ] || die "$bin is missing: build it with 'cargo build --release --bin host-sim' (in GATEWAYS_BASE for the base)"
+      cmd=("$bin" serve --listen "127.0.0.1:$p" --wasm dist/gateway.wasm
         --upstream-override "orders=http://127.0.0.1:$up_port")
       ;;
     workerd)
@@ -169,7 +174,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-router)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-router)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
