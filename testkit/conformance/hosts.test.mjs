@@ -369,3 +369,17 @@ for (const [name, host, start] of HOSTS) {
   describeHost(`policy conformance: ${name}`, host, policies, [...POLICY_CASES, ...leewayCases()], 300000, checkForwarding);
   describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
 }
+
+// Envoy calls a filter's response callback only when the module exports it
+// (build/envoy-filter.sh keeps it when the config changes responses: CORS).
+// The policy corpus's CORS cases need it; the forwarding corpus runs
+// without it, and the recorder's own CORS fields come back untouched.
+if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
+  test("the Envoy filter has a response callback exactly when its config changes responses", () => {
+    const callbacks = (path) =>
+      WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(path))).map((e) => e.name);
+    assert.ok(!callbacks(MODULES.forwarding.envoy.wasm).includes("proxy_on_response_headers"));
+    assert.ok(callbacks(MODULES.forwarding.envoy.wasm).includes("proxy_on_request_headers"));
+    assert.ok(callbacks(MODULES.policies.envoy.wasm).includes("proxy_on_response_headers"));
+  });
+}
