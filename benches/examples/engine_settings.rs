@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Variants join changes with `+`: base (the runtime's settings), addrmap and
-//! unwind (what the runtime turns off), noaddr, nounwind, nocow, memfd,
+//! unwind (what the runtime turns off), noaddr, nounwind, nocow, cow, memfd,
 //! nolazytable, optnone, optspeed, optsize, singlepass, winch, noepoch, nosignals,
 //! nospectre, inline, nobulk, stack1m, perfmap; a `@mem` suffix (cold) loads
 //! the .cwasm with `Module::deserialize` from memory instead of the file.
@@ -46,6 +46,9 @@ fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions) {
             }
             "nocow" => {
                 c.memory_init_cow(false);
+            }
+            "cow" => {
+                c.memory_init_cow(true);
             }
             "memfd" => {
                 c.force_memory_init_memfd(true);

@@ -199,10 +199,14 @@ pub fn config(options: &EngineOptions, slots: u32) -> Config {
     // A memory never moves: its base can stay in a register.
     config.memory_may_move(false);
 
-    // Copy-on-write memory images: instantiation maps the module's initial
-    // memory (data segments) instead of copying it, and resetting a slot
-    // restores it the same way. This is what makes a fresh instance cheap.
-    config.memory_init_cow(true);
+    // No copy-on-write memory image: the module's data segments are a few
+    // KiB, and copying them in at instantiation costs a fresh instance no
+    // more than mapping an image, while a cold start saves the image's
+    // set-up (deserialize + first instance + first request: 57 to 50 us,
+    // -10%; fresh and reused requests the same; docs/PERFORMANCE.md,
+    // "Engine settings, measured by hand"). wasmtime then initialises the
+    // memory with compiled code, under the CPU deadline (limits.rs).
+    config.memory_init_cow(false);
 
     // The pooling allocator: memories, tables and instance metadata are
     // preallocated in slots when the engine is built, so instantiation is a

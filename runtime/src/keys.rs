@@ -4,7 +4,7 @@
 //! its key store that every other instance receives.
 //!
 //! Why an image: a fresh instance per request starts from the module's
-//! copy-on-write memory, without the keys. Parsing the documents again per
+//! initial memory, without the keys. Parsing the documents again per
 //! request would put key parsing on the request path; instead, after each
 //! install the keeper's key store (`key_store_len()` bytes at
 //! `key_store_ptr()`, plain data, the same address in every instance) is
