@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 
 /// mimalloc instead of the system allocator: serving allocates and frees
 /// small buffers on every request (hyper's, the header maps, the Store),
-/// and glibc's malloc and free were about a tenth of the CPU `serve` spent
-/// per forward (`docs/PERFORMANCE.md`, "Issue 22's levers of 2026-12-02").
+/// and glibc's malloc and free were 8% of the CPU `serve` spent per
+/// forward (`docs/PERFORMANCE.md`, "Issue 22's levers of 2026-12-02").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -202,8 +202,8 @@ pub fn config(options: &EngineOptions, slots: u32) -> Config {
     // No copy-on-write memory image: the module's data segments are a few
     // KiB, and copying them in at instantiation costs a fresh instance no
     // more than mapping an image, while a cold start saves the image's
-    // set-up (deserialize + first instance + first request: 57 to 50 us,
-    // -10%; fresh and reused requests the same; docs/PERFORMANCE.md,
+    // set-up (deserialize + first instance + first request 2 to 10%
+    // faster; fresh and reused requests the same; docs/PERFORMANCE.md,
     // "Engine settings, measured by hand"). wasmtime then initialises the
     // memory with compiled code, under the CPU deadline (limits.rs).
     config.memory_init_cow(false);
