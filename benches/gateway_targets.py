@@ -3,8 +3,9 @@
 
 Reads the markdown gateways.sh writes (target/bench-results/gateways.md) and
 prints a table of the ratios the performance targets are stated in: each
-gateway's closed-loop requests per second and CPU time per request against
-its peer's, and the forward p99 at the fixed rates. benches/run.sh appends it
+gateway's closed-loop requests per second (the ratio of the rounds' medians,
+and each round's own ratio) and CPU time per request against its peer's, and
+the forward p99 at the fixed rates. benches/run.sh appends it
 to docs/PERFORMANCE.md after the gateways' own tables.
 
     python3 benches/gateway_targets.py target/bench-results/gateways.md
@@ -29,8 +30,11 @@ def main(path):
     parsed = tables(open(path, encoding="utf-8").read())
     closed = next((rows for h, rows in parsed.items() if h.startswith("As fast as they go")), [])
     fixed = next((rows for h, rows in parsed.items() if h.startswith("At a fixed offered rate")), [])
-    # gateway, case -> (requests/s, CPU µs/request)
+    # gateway, case -> (requests/s, CPU µs/request), the medians of the rounds
     loop = {(r[0], r[1]): (float(r[2]), float(r[5])) for r in closed if r[5] != "n/a"}
+    # gateway, case -> each round's requests/s, in the order run (a table of
+    # one round, from before gateways.sh ran rounds, has no such column)
+    by_round = {(r[0], r[1]): [float(v) for v in r[6].split(" / ")] for r in closed if len(r) > 7}
     # gateway, case, rate -> p99 ms (only where the rate was held)
     p99 = {(r[0], r[1], r[2]): float(r[5]) for r in fixed if float(r[3]) >= 0.98 * float(r[2])}
 
@@ -38,7 +42,11 @@ def main(path):
         if (a, case) not in loop or (b, case) not in loop:
             return None
         (rps_a, cpu_a), (rps_b, cpu_b) = loop[(a, case)], loop[(b, case)]
-        return f"{rps_a / rps_b:.2f}x", f"{cpu_a / cpu_b:.2f}x"
+        # Each round's ratio: the rounds interleave the gateways, so the two
+        # runs of one round met the same moment of the machine.
+        rounds = zip(by_round.get((a, case), []), by_round.get((b, case), []))
+        per_round = ", ".join(f"{x / y:.2f}x" for x, y in rounds) or "n/a"
+        return f"{rps_a / rps_b:.2f}x", per_round, f"{cpu_a / cpu_b:.2f}x"
 
     rows = []
     for a, b, target in [
@@ -48,17 +56,17 @@ def main(path):
         for case in ("forward", "reject"):
             r = ratio(a, b, case)
             if r:
-                rows.append(f"| {a} against {b}, {case} | {r[0]} | {r[1]} | {target} |")
+                rows.append(f"| {a} against {b}, {case} | {r[0]} | {r[1]} | {r[2]} | {target} |")
     r = ratio("workerd", "workerd-proxy", "forward")
     if r:
-        rows.append(f"| workerd against workerd-proxy, forward | {r[0]} | {r[1]} | >= 0.9x |")
+        rows.append(f"| workerd against workerd-proxy, forward | {r[0]} | {r[1]} | {r[2]} | >= 0.9x |")
     if not rows:
         return
     print()
     print("### Against the targets (ratios of the closed-loop table above)")
     print()
-    print("| gateway against its peer | requests/s | CPU per request | target (requests/s) |")
-    print("|---|---:|---:|---:|")
+    print("| gateway against its peer | requests/s (medians) | requests/s, round by round | CPU per request (medians) | target (requests/s) |")
+    print("|---|---:|---:|---:|---:|")
     print("\n".join(rows))
     router, cost = loop.get(("envoy-router", "forward")), []
     for gateway in ("envoy-filter", "envoy-jwt-authn"):

@@ -34,7 +34,10 @@
 #   2. closed loop: as many requests as the gateway takes over the same
 #      connections: requests per second, p50/p99, and the gateway process's
 #      CPU time per request (utime + stime from /proc, the process and its
-#      children, divided by the responses it gave).
+#      children, divided by the responses it gave). Run GATEWAYS_ROUNDS
+#      times, every gateway in each round; the table gives the median of the
+#      rounds and each round's requests per second, since on a shared
+#      machine one run of a gateway can be 15% off the next.
 #
 # Load generator: oha (crates.io), installed into target/tools when missing
 # (once). It holds a rate with -q
@@ -46,6 +49,7 @@
 # usage: bash benches/gateways.sh    (make bench runs it)
 #   GATEWAYS_RATES        offered requests per second ("5000 10000 20000")
 #   GATEWAYS_SECONDS      seconds per run (5)
+#   GATEWAYS_ROUNDS       closed-loop rounds, the median reported (3)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
 #   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
 #   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
@@ -56,6 +60,7 @@ source scripts/loopback.sh
 
 rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
+rounds=${GATEWAYS_ROUNDS:-3}
 conns=${GATEWAYS_CONNECTIONS:-32}
 gateways=${GATEWAYS:-host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router}
 oha_version=1.16.0
@@ -68,6 +73,7 @@ workerd=node_modules/.bin/workerd
 note() { echo "==> $*" >&2; }
 [ -f dist/gateway.wasm ] || die "dist/gateway.wasm is missing: run 'make worker'"
 [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] && [ "$secs" -le 60 ] || die "GATEWAYS_SECONDS must be 1 to 60"
+[[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] && [ "$rounds" -le 9 ] || die "GATEWAYS_ROUNDS must be 1 to 9"
 mkdir -p "$results"
 
 # The workspace's one release build (`make host`): the same command as
@@ -233,20 +239,45 @@ done
 
 closed_rows=()
 hz=$(getconf CLK_TCK)
-for case in forward reject; do
-  for gateway in $gateways; do
-    [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
-    read -r token status < <(case_args "$case")
-    note "closed loop: $gateway $case for ${secs}s"
-    before=$(cpu_ticks "${pid_of[$gateway]}")
-    read -r achieved p50 p99 _ ok answered < <(measure "$(url_of "$gateway")" "$token" "" "$secs" "$status") || true
-    after=$(cpu_ticks "${pid_of[$gateway]}")
-    [ -n "${answered:-}" ] || die "oha gave no result for $gateway $case in closed loop"
-    cpu_us=$(python3 -c 'import sys; t, hz, n = map(float, sys.argv[1:]); print("%.1f" % (t / hz * 1e6 / n) if n else "n/a")' \
-      "$((after - before))" "$hz" "$answered")
-    closed_rows+=("$gateway|$case|$achieved|$p50|$p99|$cpu_us|$ok% $status")
+for round in $(seq "$rounds"); do
+  for case in forward reject; do
+    for gateway in $gateways; do
+      [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
+      read -r token status < <(case_args "$case")
+      note "closed loop, round $round of $rounds: $gateway $case for ${secs}s"
+      before=$(cpu_ticks "${pid_of[$gateway]}")
+      read -r achieved p50 p99 _ ok answered < <(measure "$(url_of "$gateway")" "$token" "" "$secs" "$status") || true
+      after=$(cpu_ticks "${pid_of[$gateway]}")
+      [ -n "${answered:-}" ] || die "oha gave no result for $gateway $case in closed loop"
+      cpu_us=$(python3 -c 'import sys; t, hz, n = map(float, sys.argv[1:]); print("%.1f" % (t / hz * 1e6 / n) if n else "n/a")' \
+        "$((after - before))" "$hz" "$answered")
+      closed_rows+=("$gateway|$case|$achieved|$p50|$p99|$cpu_us|$ok% $status")
+    done
   done
 done
+
+# One row per gateway and case from its rounds' rows: the median of each
+# figure (requests/s, p50, p99, CPU), the least share of expected statuses,
+# and every round's requests/s in the order run.
+median_rows() { # rows...
+  python3 - "$@" <<'PY'
+import statistics, sys
+rows = {}
+for row in sys.argv[1:]:
+    gateway, case, rps, p50, p99, cpu, ok = row.split("|")
+    rows.setdefault((gateway, case), []).append((rps, p50, p99, cpu, ok))
+def median(values):
+    numbers = [float(v) for v in values if v != "n/a"]
+    return statistics.median(numbers) if numbers else None
+for (gateway, case), runs in rows.items():
+    rps, p50, p99, cpu = (median(r[i] for r in runs) for i in range(4))
+    fmt = lambda v, f: "n/a" if v is None else f % v
+    ok = min(runs, key=lambda r: float(r[4].split("%")[0]))[4]
+    print("|".join([gateway, case, fmt(rps, "%.0f"), fmt(p50, "%.2f"), fmt(p99, "%.2f"), fmt(cpu, "%.1f"),
+                    " / ".join(r[0] for r in runs), ok]))
+PY
+}
+mapfile -t closed_rows < <(median_rows "${closed_rows[@]}")
 
 # The rows of one table in gateway, case (and rate) order, as markdown.
 # Each row is "gateway|case|..."; with_rate: its third field is the rate.
@@ -270,7 +301,7 @@ sorted_rows() { # with_rate rows...
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'); load before: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo '```'
-  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_CONNECTIONS=$conns bash benches/gateways.sh"
+  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_ROUNDS=$rounds GATEWAYS_CONNECTIONS=$conns bash benches/gateways.sh"
   echo "fixed rate:  oha --no-tui --output-format json --latency-correction -q RATE -w -z ${secs}s -c $conns -H 'Authorization: Bearer TOKEN' http://127.0.0.1:PORT/orders/1?q=load"
   echo "closed loop: the same without --latency-correction -q RATE"
   echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"
@@ -290,8 +321,10 @@ sorted_rows() { # with_rate rows...
   echo
   echo "### As fast as they go (closed loop), with the gateway's CPU time per request"
   echo
-  echo "| gateway | case | requests/s | p50 ms | p99 ms | gateway CPU µs/request | expected status |"
-  echo "|---|---|---:|---:|---:|---:|---:|"
+  echo "Median of $rounds rounds, every gateway in each round."
+  echo
+  echo "| gateway | case | requests/s | p50 ms | p99 ms | gateway CPU µs/request | requests/s by round | expected status |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|"
   sorted_rows without_rate "${closed_rows[@]}"
 } | tee "$out"
 note "written to $out"
