@@ -14,8 +14,8 @@
 //! Everything here is public (key, signature, message), so nothing needs to
 //! be constant-time.
 
+use crypto_bigint::Uint;
 use crypto_bigint::modular::{FixedMontyForm, FixedMontyParams};
-use crypto_bigint::{U64, Uint};
 use sha2::{Digest, Sha256};
 
 use crate::jose::jws;
@@ -60,13 +60,32 @@ fn verify_at<const LIMBS: usize>(
     if s >= *params.modulus().as_ref() {
         return Err(Rejection::BadSignature);
     }
-    let m = FixedMontyForm::new(&s, params).pow_vartime(&U64::from_u64(key.exponent)).retrieve();
+    let m = pow_public(&FixedMontyForm::new(&s, params), key.exponent).retrieve();
     let encoded = m.to_be_bytes();
     let (leading, em) = encoded.as_ref().split_at(width - k);
     if leading.iter().any(|&b| b != 0) || !is_pkcs1_sha256(em, hash) {
         return Err(Rejection::BadSignature);
     }
     Ok(())
+}
+
+/// `base` raised to the public `exponent`, by square-and-multiply from the
+/// top bit: for 65537, 16 squarings and 1 multiplication. `pow_vartime`
+/// first builds a 4-bit window's table of 15 powers (14 multiplications),
+/// which a short exponent barely uses: 32 products in all, so this takes
+/// about half the time for the same result (tested against it below).
+fn pow_public<const LIMBS: usize>(base: &FixedMontyForm<LIMBS>, exponent: u64) -> FixedMontyForm<LIMBS> {
+    let Some(top) = exponent.checked_ilog2() else {
+        return FixedMontyForm::one(base.params());
+    };
+    let mut power = *base;
+    for bit in (0..top).rev() {
+        power = power.square();
+        if (exponent >> bit) & 1 == 1 {
+            power = power.mul(base);
+        }
+    }
+    power
 }
 
 /// True when `em` is exactly `00 01 FF..FF 00 || DigestInfo(SHA-256) || hash`.
@@ -107,6 +126,35 @@ mod tests {
             assert!(!is_pkcs1_sha256(&bad, &hash), "byte {i}");
         }
         assert!(!is_pkcs1_sha256(&em[1..], &hash));
+    }
+
+    /// The square-and-multiply exponentiation gives what the crate's own
+    /// `pow_vartime` gives, for the exponents keys use and for random
+    /// ones up to 64 bits, on random odd 2048-bit moduli and bases.
+    #[test]
+    fn public_exponentiation_matches_the_crate() {
+        use crypto_bigint::{Odd, U64, U2048};
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut random = || U2048::from_be_slice(&core::array::from_fn::<u8, 256, _>(|_| next() as u8));
+        let mut exponents = std::vec![0, 1, 2, 3, 17, 65537, u64::MAX, 1 << 63];
+        let mut extra = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..40 {
+            extra = extra.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            exponents.push(extra >> (extra % 61));
+        }
+        for exponent in exponents {
+            let modulus = Odd::new(random() | U2048::ONE).expect("odd");
+            let params = FixedMontyParams::new_vartime(modulus);
+            let base = FixedMontyForm::new(&random().rem_vartime(modulus.as_nz_ref()), &params);
+            let expected = base.pow_vartime(&U64::from_u64(exponent));
+            assert_eq!(pow_public(&base, exponent).retrieve(), expected.retrieve(), "exponent {exponent}");
+        }
     }
 
     /// Runs Wycheproof's RSA PKCS#1 v1.5 2048-bit SHA-256 signatures, each
