@@ -21,10 +21,10 @@ wasm_opt=node_modules/.bin/wasm-opt
 [ -x "$wasm_opt" ] || { echo "error: $wasm_opt is missing; run 'make setup' (it runs npm ci)" >&2; exit 1; }
 
 export GATEWAY_CONFIG="${GATEWAY_CONFIG:-gateway.toml}"
-echo "==> cargo rustc -p gateway-envoy-filter --profile $profile (proxy-wasm 0.2, config $GATEWAY_CONFIG)"
+echo "==> cargo rustc -p gateway-envoy-filter --profile $profile (proxy-wasm ABI 0.2.1, config $GATEWAY_CONFIG)"
 features=${WORKER_FEATURES:-}
-# A 256 KiB stack instead of the core module's 32 KiB: the filter adds the
-# SDK's and std's frames to the request path, and ES256's scalar arithmetic
+# A 256 KiB stack instead of the core module's 32 KiB: the filter adds
+# std's frames to the request path, and ES256's scalar arithmetic
 # overflowed 32 KiB (a trap, answered 503: closed, but every ES256 token
 # refused). The stack is per VM, not per request. These flags come after
 # .cargo/config.toml's, so this stack size wins.
@@ -36,30 +36,27 @@ mkdir -p "$(dirname "$out")"
 # The features rustc enables by default for wasm32-unknown-unknown; Envoy's V8 supports them.
 features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-float-to-int
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
-# Only the callbacks the filter uses stay exported (deploy/envoy/filter/exports.json):
-# the SDK exports every proxy_on_* callback, and Envoy calls each one the
-# module exports (response body, log, done: three calls into the VM per
-# request that do nothing here) and skips the ones it does not. A filter
-# that fetches keys (its configuration starts a tick) also keeps the tick
-# and the answer to its calls (exports-keys.json).
-kept=$(mktemp)
+# The filter exports only the callbacks its build uses (deploy/envoy/filter/src/callbacks.rs
+# compiles each with the cfg that needs it: the response callback and
+# proxy_on_delete with CORS, the key fetcher's with keys fetched at run
+# time), and Envoy skips a callback the module does not export. Of the
+# exports deploy/envoy/filter/exports.json names, those the build has are
+# kept; everything else the linker exports is cut.
 roots=$(mktemp)
-trap 'rm -f "$kept" "$roots"' EXIT
-metadce() { node_modules/.bin/wasm-metadce "${features[@]}" -f "$1" "$raw" -o "$kept" >/dev/null; }
-# The exports Envoy calls, and only those: Envoy skips a callback the module
-# does not export. The key fetcher's (ticks, fetch answers) are kept when the
-# filter was built with it (it imports the tick call only then), the response
-# callback when the config changes responses (CORS; its additions import
-# proxy_add_header_map_value only then).
-metadce deploy/envoy/filter/exports.json
+kept=$(mktemp)
+trap 'rm -f "$roots" "$kept"' EXIT
 node -e '
 const fs = require("node:fs");
-const [wasm, out, ...lists] = process.argv.slice(1);
-const imports = new Set(WebAssembly.Module.imports(new WebAssembly.Module(fs.readFileSync(wasm))).map((i) => i.name));
-const wanted = { "exports-keys.json": "proxy_set_tick_period_milliseconds", "exports-response.json": "proxy_add_header_map_value" };
-const roots = lists.filter((f) => !wanted[f.split("/").pop()] || imports.has(wanted[f.split("/").pop()]));
-fs.writeFileSync(out, JSON.stringify(roots.flatMap((f) => JSON.parse(fs.readFileSync(f, "utf8")))));
-' "$kept" "$roots" deploy/envoy/filter/exports.json deploy/envoy/filter/exports-keys.json deploy/envoy/filter/exports-response.json
-metadce "$roots"
+const [wasm, list, out] = process.argv.slice(1);
+const has = new Set(WebAssembly.Module.exports(new WebAssembly.Module(fs.readFileSync(wasm))).map((e) => e.name));
+// Envoy runs a stream on without a call when proxy_on_request_headers is
+// missing (proxy-wasm-cpp-host, ContextBase::onRequestHeaders): such a
+// module would let every request through unchecked.
+for (const needed of ["proxy_on_request_headers", "malloc", "proxy_abi_version_0_2_1", "memory"]) {
+  if (!has.has(needed)) throw new Error(`the filter does not export ${needed}`);
+}
+fs.writeFileSync(out, JSON.stringify(JSON.parse(fs.readFileSync(list, "utf8")).filter((e) => has.has(e.export))));
+' "$raw" deploy/envoy/filter/exports.json "$roots"
+node_modules/.bin/wasm-metadce "${features[@]}" -f "$roots" "$raw" -o "$kept" >/dev/null
 "$wasm_opt" "${features[@]}" -Oz --strip-debug --strip-producers --strip-target-features "$kept" -o "$out"
 echo "==> $out: $(stat -c %s "$out") bytes after wasm-opt -Oz ($(stat -c %s "$raw") before)"

@@ -370,16 +370,24 @@ for (const [name, host, start] of HOSTS) {
   describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
 }
 
-// Envoy calls a filter's response callback only when the module exports it
-// (build/envoy-filter.sh keeps it when the config changes responses: CORS).
-// The policy corpus's CORS cases need it; the forwarding corpus runs
-// without it, and the recorder's own CORS fields come back untouched.
+// Envoy calls a filter's callback only when the module exports it
+// (deploy/envoy/filter/src/callbacks.rs compiles the response callback, and the
+// delete callback that forgets a stream's response edits, when the config
+// changes responses: CORS). The policy corpus's CORS cases need them; the
+// forwarding corpus runs without them, and the recorder's own CORS fields
+// come back untouched: one call into the VM per request, with nothing kept
+// per stream.
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
-  test("the Envoy filter has a response callback exactly when its config changes responses", () => {
+  test("the Envoy filter has stream callbacks beside the request's exactly when its config changes responses", () => {
     const callbacks = (path) =>
-      WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(path))).map((e) => e.name);
-    assert.ok(!callbacks(MODULES.forwarding.envoy.wasm).includes("proxy_on_response_headers"));
-    assert.ok(callbacks(MODULES.forwarding.envoy.wasm).includes("proxy_on_request_headers"));
-    assert.ok(callbacks(MODULES.policies.envoy.wasm).includes("proxy_on_response_headers"));
+      WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(path)))
+        .map((e) => e.name)
+        .filter((name) => name.startsWith("proxy_on_"));
+    assert.deepEqual(callbacks(MODULES.forwarding.envoy.wasm), ["proxy_on_request_headers"]);
+    assert.deepEqual(callbacks(MODULES.policies.envoy.wasm).sort(), [
+      "proxy_on_delete",
+      "proxy_on_request_headers",
+      "proxy_on_response_headers",
+    ]);
   });
 }

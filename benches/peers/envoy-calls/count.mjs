@@ -2,7 +2,9 @@
 // Node.js that makes Envoy's calls into the module for one HTTP stream
 // (context create, request headers, response headers, response body, log,
 // done, delete; a callback the module does not export is skipped, as
-// Envoy's host does) and counts the module's host calls. Counts only: the
+// Envoy's host does: proxy-wasm-cpp-host's ContextBase, src/context.cc)
+// and counts the module's host calls, with the allocations Envoy makes
+// through the module's `malloc` for the buffers it hands over. Counts only: the
 // host here is JavaScript, so its timings say nothing about Envoy's.
 //
 //   node benches/peers/envoy-calls/count.mjs dist/gateway-envoy.wasm TOKEN
@@ -69,8 +71,10 @@ const imports = new Proxy({}, {
   },
 });
 exports = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), { env: imports }).exports;
+// The VM's start and its root context, as Envoy makes them: each call only
+// when the module exports it.
 exports._initialize?.();
-exports.proxy_on_context_create(1, 0);
+exports.proxy_on_context_create?.(1, 0);
 exports.proxy_on_vm_start?.(1, 0);
 exports.proxy_on_configure?.(1, 0);
 counts.clear();

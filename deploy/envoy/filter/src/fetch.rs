@@ -114,8 +114,8 @@ pub enum Failure {
     /// The URL is not one Envoy can be asked for.
     NotUrl(String),
     /// Envoy refused to start the call on the cluster: the cluster's name
-    /// and Envoy's status.
-    Dispatch(String, String),
+    /// and Envoy's status code.
+    Dispatch(String, u32),
     /// Envoy refused to hand over the answer: its status code.
     HostCall(u32),
 }
@@ -135,7 +135,10 @@ impl fmt::Display for Failure {
             Failure::NotUrl(url) => write!(f, "{url:?} is not an http(s) URL Envoy can fetch"),
             Failure::HostCall(code) => write!(f, "Envoy did not hand over the answer (status {code})"),
             Failure::Dispatch(cluster, status) => {
-                write!(f, "Envoy refused a call on cluster {cluster} ({status}): is it in the bootstrap?")
+                write!(
+                    f,
+                    "Envoy refused a call on cluster {cluster} (status {status}): is it in the bootstrap?"
+                )
             }
         }
     }

@@ -92,6 +92,26 @@ impl<'a> HeaderMap<'a> {
     }
 }
 
+/// Serializes `fields` as a header map ([`HeaderMap`]'s format): how the
+/// filter hands Envoy a local reply's fields and a key fetch's request.
+pub fn serialize_pairs(fields: &[(&str, &str)]) -> Vec<u8> {
+    let data: usize = fields.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
+    let mut bytes = Vec::with_capacity(4 + fields.len() * 8 + data);
+    // Envoy's maps and requests are far below 4 GiB, as the format needs.
+    let size = |n: usize| (n as u32).to_le_bytes();
+    bytes.extend_from_slice(&size(fields.len()));
+    for (name, value) in fields {
+        bytes.extend_from_slice(&size(name.len()));
+        bytes.extend_from_slice(&size(value.len()));
+    }
+    for (name, value) in fields {
+        for part in [name.as_bytes(), b"\0", value.as_bytes(), b"\0"] {
+            bytes.extend_from_slice(part);
+        }
+    }
+    bytes
+}
+
 /// Writes the module's input into `out`: the context line, then an HTTP/1.1
 /// request head with the request line from `:method` and `:path`
 /// (`:authority` for a request without a path, such as CONNECT), `Host` from
@@ -148,23 +168,19 @@ pub fn write_input(
 mod tests {
     use super::*;
 
-    /// The map as Envoy serializes it for `proxy_get_header_map_pairs`.
-    fn map(fields: &[(&str, &str)]) -> Vec<u8> {
-        let mut bytes = (fields.len() as u32).to_le_bytes().to_vec();
-        for (n, v) in fields {
-            bytes.extend_from_slice(&(n.len() as u32).to_le_bytes());
-            bytes.extend_from_slice(&(v.len() as u32).to_le_bytes());
-        }
-        for (n, v) in fields {
-            for part in [n.as_bytes(), b"\0", v.as_bytes(), b"\0"] {
-                bytes.extend_from_slice(part);
-            }
-        }
-        bytes
+    #[test]
+    fn serialized_pairs_are_envoys_format_and_read_back() {
+        let bytes = serialize_pairs(&[(":status", "401"), ("x-e", "")]);
+        let expected: &[u8] =
+            b"\x02\0\0\0\x07\0\0\0\x03\0\0\0\x03\0\0\0\0\0\0\0:status\x00401\x00x-e\x00\x00";
+        assert_eq!(bytes, expected);
+        let read: Vec<_> = HeaderMap::parse(&bytes).expect("map").fields().collect();
+        assert_eq!(read, [(b":status".as_slice(), b"401".as_slice()), (b"x-e", b"")]);
+        assert_eq!(serialize_pairs(&[]), [0, 0, 0, 0], "no fields: the count alone, as the SDK sends");
     }
 
     fn input(scheme: Scheme, peer: Option<IpAddr>, fields: &[(&str, &str)]) -> Result<Vec<u8>, InputError> {
-        let bytes = map(fields);
+        let bytes = serialize_pairs(fields);
         let mut out = vec![0u8; 4096];
         let len = write_input(scheme, peer, &HeaderMap::parse(&bytes)?, &mut out)?;
         out.truncate(len);
@@ -205,7 +221,7 @@ mod tests {
     #[test]
     fn an_input_longer_than_the_buffer_is_measured_and_not_written() {
         let fields = [(":method", "GET"), (":path", "/"), ("x-big", "aaaaaaaaaa")];
-        let bytes = map(&fields);
+        let bytes = serialize_pairs(&fields);
         let whole = input(Scheme::Http, None, &fields).expect("rebuilt");
         let mut out = vec![b'z'; whole.len() - 1];
         let len = write_input(Scheme::Http, None, &HeaderMap::parse(&bytes).expect("map"), &mut out);
@@ -215,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_map_shorter_than_its_sizes_is_refused() {
-        let bytes = map(&[(":method", "GET"), (":path", "/")]);
+        let bytes = serialize_pairs(&[(":method", "GET"), (":path", "/")]);
         for cut in [1, 3, 5, 12, bytes.len() - 1] {
             assert_eq!(HeaderMap::parse(&bytes[..cut]).err(), Some(InputError::Malformed), "cut at {cut}");
         }

@@ -11,23 +11,21 @@
 //! context through [`ask`], as contexts of one VM share its thread.
 
 use std::cell::RefCell;
-use std::time::{Duration, UNIX_EPOCH};
 
 use contract::key_sources::{self, SourceKind};
-use proxy_wasm::hostcalls;
-use proxy_wasm::types::LogLevel;
 use worker::abi::compiled_config;
 use worker::keys::DOCUMENT_CAPACITY;
 
 use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, failure, log_line};
 use crate::input::HeaderMap;
 use crate::instance::INSTANCE;
-use crate::raw;
+use crate::raw::{self, LogLevel};
 use crate::schedule::Schedule;
 
-/// How often the root context looks at its schedules and at the fetches
-/// decisions asked for: the most an asked-for fetch waits to start.
-pub(crate) const TICK: Duration = Duration::from_millis(100);
+/// How often (milliseconds) the root context looks at its schedules and
+/// at the fetches decisions asked for: the most an asked-for fetch waits
+/// to start.
+const TICK_MS: u32 = 100;
 
 /// How long past a fetch's timeout a call Envoy never answered is given up:
 /// Envoy answers every call (a timeout is its 504), so this only keeps a
@@ -37,6 +35,47 @@ const LOST_CALL_GRACE_MS: u64 = 5000;
 thread_local! {
     /// Issuers whose keys decisions asked for since the last tick.
     static ASKED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Each root context's fetches, by its context id: one per filter
+    /// configuration that shares this VM (in practice one).
+    static FETCHERS: RefCell<Vec<(u32, KeyFetcher)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on root context `root`'s fetcher, made (empty) if it has none;
+/// `None` on a re-entrant call, which Envoy never makes (it defers a
+/// call's answer until the VM call under way returns).
+fn with_fetcher<R>(root: u32, f: impl FnOnce(&mut KeyFetcher) -> R) -> Option<R> {
+    FETCHERS.with(|fetchers| {
+        let mut fetchers = fetchers.try_borrow_mut().ok()?;
+        let i = match fetchers.iter().position(|(id, _)| *id == root) {
+            Some(i) => i,
+            None => {
+                fetchers.push((root, KeyFetcher::default()));
+                fetchers.len() - 1
+            }
+        };
+        Some(f(&mut fetchers[i].1))
+    })
+}
+
+/// Envoy's `proxy_on_vm_start` for root context `root`: its sources.
+pub(crate) fn on_vm_start(root: u32) -> bool {
+    with_fetcher(root, |fetcher| *fetcher = KeyFetcher::load()).is_some()
+}
+
+/// Envoy's `proxy_on_configure` for root context `root`: its clusters,
+/// and the ticks. False fails the configuration.
+pub(crate) fn on_configure(root: u32) -> bool {
+    with_fetcher(root, KeyFetcher::configure).unwrap_or(false)
+}
+
+/// Envoy's `proxy_on_tick` for root context `root`.
+pub(crate) fn on_tick(root: u32) {
+    with_fetcher(root, KeyFetcher::tick);
+}
+
+/// Envoy's `proxy_on_http_call_response` for a call root context `root` made.
+pub(crate) fn on_http_call_response(root: u32, token: u32, num_headers: usize, body_size: usize) {
+    with_fetcher(root, |fetcher| fetcher.response(token, num_headers, body_size));
 }
 
 /// A decision asked for `issuer`'s keys (its answer had a `~` line): the
@@ -104,7 +143,10 @@ impl KeyFetcher {
                 .collect::<Result<Vec<_>, _>>()
         });
         let sources = sources.unwrap_or_else(|e| {
-            log(LogLevel::Error, &format!("keys: the module's key-source table: {e}; no keys are fetched"));
+            raw::log(
+                LogLevel::Error,
+                &format!("keys: the module's key-source table: {e}; no keys are fetched"),
+            );
             Vec::new()
         });
         KeyFetcher { sources, clusters: KeyClusters::default() }
@@ -118,11 +160,11 @@ impl KeyFetcher {
         match KeyClusters::parse(&String::from_utf8_lossy(&text)) {
             Ok(clusters) => self.clusters = clusters,
             Err(e) => {
-                log(LogLevel::Error, &format!("keys: {e}"));
+                raw::log(LogLevel::Error, &format!("keys: {e}"));
                 return false;
             }
         }
-        hostcalls::set_tick_period(TICK).is_ok()
+        raw::set_tick_period(TICK_MS).is_ok()
     }
 
     /// Starts every fetch that is due, asked for, or whose call was lost.
@@ -196,10 +238,10 @@ impl KeyFetcher {
     /// Sends the `GET` for `url` on source `i`'s behalf; a call Envoy
     /// cannot make ends the fetch.
     fn dispatch(&mut self, i: usize, url: String, jwks: bool, now: u64) {
-        let timeout = Duration::from_millis(u64::from(self.sources[i].timeout_ms));
+        let timeout_ms = self.sources[i].timeout_ms;
         let token = self.clusters.request(&url).and_then(|request| {
-            hostcalls::dispatch_http_call(request.cluster, request.fields(), None, vec![], timeout)
-                .map_err(|status| Failure::Dispatch(request.cluster.to_owned(), format!("{status:?}")))
+            raw::dispatch_http_call(request.cluster, &request.fields(), timeout_ms)
+                .map_err(|status| Failure::Dispatch(request.cluster.to_owned(), status))
         });
         match token {
             Ok(token) => self.sources[i].call = Some(Call { token, url, jwks, started_at: now }),
@@ -212,7 +254,7 @@ impl KeyFetcher {
         let source = &mut self.sources[i];
         source.call = None;
         let level = if outcome.is_warning() { LogLevel::Warn } else { LogLevel::Info };
-        log(level, &log_line(source.issuer, url, &outcome));
+        raw::log(level, &log_line(source.issuer, url, &outcome));
         match outcome {
             Outcome::Installed(_) => source.schedule.succeeded(now, max_age),
             Outcome::Refused(_) | Outcome::Failed(_) => {
@@ -255,12 +297,5 @@ fn read_answer(num_headers: usize, body_size: usize) -> Result<(Vec<u8>, Option<
 
 /// Envoy's clock in milliseconds since the epoch (0 when it cannot be read).
 fn now_ms() -> u64 {
-    hostcalls::get_current_time()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn log(level: LogLevel, line: &str) {
-    let _ = hostcalls::log(level, line);
+    raw::now_nanos().map_or(0, |ns| ns / 1_000_000)
 }

@@ -10,10 +10,15 @@
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
 //! | [`schedule`] | when an issuer's keys are fetched: refresh, `max-age`, backoff, asked-for fetches |
 //! | [`fetch`] | a key fetch through Envoy: the cluster for a URL, what a response amounts to, the log line |
-//! | `filter` (wasm32 only) | the proxy-wasm contexts: Envoy's calls in, header edits and replies out |
+//! | `callbacks` (wasm32 only) | the proxy-wasm ABI 0.2.1 callbacks Envoy calls, without an SDK: only those the build uses are exported |
+//! | `raw` (wasm32 only) | the host calls without an SDK: the header map and properties without copies, a fetch's answer without panics; the allocator Envoy writes them with |
+//! | `filter` (wasm32 only) | a request's decision carried out: header edits or a local reply; a forward's response edits, kept per stream only when the config has CORS |
 //! | `keys` (wasm32, a config that fetches keys) | the root context's fetches: `dispatch_http_call` out, the documents into the core |
 //! | `instance` (wasm32 only) | the VM's one core instance, for both |
-//! | `raw` (wasm32 only) | the host calls made without the SDK: the header map and properties without copies, a fetch's answer without panics |
+//!
+//! A build whose config changes no response keeps nothing per stream: a
+//! request is one call into the VM, `proxy_on_request_headers` (`callbacks` says
+//! why Envoy needs no other, and how it still fails closed).
 //!
 //! How the upstream is chosen (a header the route table matches) and why is
 //! in `deploy/envoy/README.md`.
@@ -23,6 +28,8 @@ pub mod fetch;
 pub mod input;
 pub mod schedule;
 
+#[cfg(target_arch = "wasm32")]
+mod callbacks;
 #[cfg(target_arch = "wasm32")]
 mod filter;
 #[cfg(target_arch = "wasm32")]

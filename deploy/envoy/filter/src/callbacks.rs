@@ -1,0 +1,105 @@
+//! The callbacks Envoy calls into the filter (proxy-wasm ABI 0.2.1, without
+//! an SDK), each handed at once to `filter` or `keys`; the host calls and
+//! the allocator are in `raw`. The only `unsafe` here is the exports'
+//! `#[unsafe(no_mangle)]`: each name is one Envoy looks up, and no other
+//! symbol of the module has it.
+//!
+//! Only the callbacks the build uses are compiled, hence exported, and
+//! Envoy's wasm host skips a callback the module does not export (as read
+//! in proxy-wasm-cpp-host 52a0291, `src/context.cc` and `src/wasm.cc`, and
+//! Envoy's `source/extensions/common/wasm/context.cc`):
+//!
+//! - `proxy_on_context_create`: not exported. `ContextBase::onCreate` then
+//!   only marks the context created ("If no on_context_create function is
+//!   registered the in-VM SDK is responsible for managing any required
+//!   in-VM state"), and Envoy's `Context::decodeHeaders`
+//!   (`source/extensions/common/wasm/context.cc`) calls `onCreate()` and
+//!   then `onRequestHeaders` unconditionally. `onRequestHeaders` returns
+//!   `Continue` without a call only when `proxy_on_request_headers` is not
+//!   exported, which is why it is always compiled here and
+//!   `build/envoy-filter.sh` refuses a build without it; a failed VM
+//!   (a trap) answers every later request through `CHECK_FAIL_HTTP`, which
+//!   without `fail_open` fails the stream (Envoy's 503): closed either way.
+//!   The filter needs no context of its own to decide a request: the
+//!   request callback gets the context id, and the core's instance is the
+//!   VM's.
+//! - `proxy_on_done`, `proxy_on_log`: not exported: `ContextBase::onDone`
+//!   returns true and `onLog` returns, without a call.
+//! - `proxy_on_delete`: exported only with `cfg(response_edits)`, to forget
+//!   a stream's response edits whose response never came (a reset);
+//!   `ContextBase::onDelete` calls it only when exported.
+//! - `proxy_on_vm_start`, `proxy_on_configure`, `proxy_on_tick`,
+//!   `proxy_on_http_call_response`: only with `cfg(runtime_keys)`;
+//!   without them `onStart` and `onConfigure` succeed without a call.
+//! - `_initialize`: not exported: nothing needs running before the first
+//!   callback (the thread-locals have const initializers), and
+//!   `WasmBase::getFunctions` looks it up as optional (`src/wasm.cc`).
+//!
+//! So a request through a build whose config changes no response is one
+//! call into the VM (`proxy_on_request_headers`, plus Envoy's allocations
+//! for the buffers it hands over).
+// SAFETY: no unsafe block; `no_mangle` is unsafe only because two symbols
+// of one name would clash, and these are proxy-wasm's names, defined
+// nowhere else in the module (no SDK is linked).
+#![allow(unsafe_code)]
+
+/// The ABI version Envoy reads from the export's name.
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_abi_version_0_2_1() {}
+
+/// A request's headers: the gateway's decision, carried out. The flag and
+/// count are not read (the header map is read whole), and `end_of_stream`
+/// is a `u32`, not a `bool`, so that no value Envoy passes is invalid.
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end_of_stream: u32) -> u32 {
+    crate::filter::on_request_headers(context_id) as u32
+}
+
+/// A response's headers: the edits the request's forward asked for.
+#[cfg(response_edits)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end_of_stream: u32) -> u32 {
+    crate::filter::on_response_headers(context_id) as u32
+}
+
+/// A stream ends: its response edits, if the response never came, are dropped.
+#[cfg(response_edits)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_delete(context_id: u32) {
+    crate::filter::on_delete(context_id);
+}
+
+/// A root context starts: it reads the core's key sources. 1 is success.
+#[cfg(runtime_keys)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_vm_start(root_context_id: u32, _vm_configuration_size: usize) -> u32 {
+    u32::from(crate::keys::on_vm_start(root_context_id))
+}
+
+/// A root context's configuration: the key clusters. 1 is success; 0 makes
+/// Envoy refuse the configuration.
+#[cfg(runtime_keys)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_configure(root_context_id: u32, _plugin_configuration_size: usize) -> u32 {
+    u32::from(crate::keys::on_configure(root_context_id))
+}
+
+/// A root context's tick: the key fetches that are due.
+#[cfg(runtime_keys)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_tick(root_context_id: u32) {
+    crate::keys::on_tick(root_context_id);
+}
+
+/// The answer to a key fetch the root context started.
+#[cfg(runtime_keys)]
+#[unsafe(no_mangle)]
+pub extern "C" fn proxy_on_http_call_response(
+    root_context_id: u32,
+    token: u32,
+    headers: usize,
+    body_size: usize,
+    _trailers: usize,
+) {
+    crate::keys::on_http_call_response(root_context_id, token, headers, body_size);
+}
