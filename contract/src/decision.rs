@@ -195,11 +195,6 @@ impl<'a> Forward<'a> {
             _ => None,
         })
     }
-
-    /// True when the forward changes the upstream's response.
-    pub fn changes_response(&self) -> bool {
-        self.response_drops().next().is_some() || self.response_adds().next().is_some()
-    }
 }
 
 impl<'a> Answer<'a> {
