@@ -64,6 +64,14 @@ lint:
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	$(CARGO) clippy --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \
 	  --target wasm32-unknown-unknown --target-dir target/bench-kernels -- -D warnings
+	# The Envoy filter's wasm32-only code (its exports and host calls) in each
+	# of its shapes: plain, with response edits (CORS), with key fetching.
+	for config in gateway.toml testkit/fixture-policies.toml; do \
+	  GATEWAY_CONFIG=$$config $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
+	    --target wasm32-unknown-unknown -- -D warnings || exit 1; \
+	done
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
+	  --target wasm32-unknown-unknown --features rs256,es256,eddsa -- -D warnings
 
 ## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
 demo: worker host
