@@ -53,7 +53,10 @@ const has = new Set(WebAssembly.Module.exports(new WebAssembly.Module(fs.readFil
 // missing (proxy-wasm-cpp-host, ContextBase::onRequestHeaders): such a
 // module would let every request through unchecked.
 for (const needed of ["proxy_on_request_headers", "malloc", "proxy_abi_version_0_2_1", "memory"]) {
-  if (!has.has(needed)) throw new Error(`the filter does not export ${needed}`);
+  if (!has.has(needed)) {
+    console.error(`error: ${wasm} does not export ${needed}: Envoy would not run the filter as built`);
+    process.exit(1);
+  }
 }
 fs.writeFileSync(out, JSON.stringify(JSON.parse(fs.readFileSync(list, "utf8")).filter((e) => has.has(e.export))));
 ' "$raw" deploy/envoy/filter/exports.json "$roots"
