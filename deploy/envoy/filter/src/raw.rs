@@ -165,6 +165,21 @@ unsafe fn host_buffer(data: *mut u8, size: usize) -> Option<Vec<u8>> {
     (!data.is_null()).then(|| unsafe { Vec::from_raw_parts(data, size, size) })
 }
 
+/// What a host call that may find nothing returned: its buffer, `None` for
+/// `NotFound`, or Envoy's status code.
+///
+/// # Safety
+/// As [`host_buffer`]: `data` and `size` are what the host call that
+/// returned `code` stored.
+unsafe fn found(code: u32, data: *mut u8, size: usize) -> Result<Option<Vec<u8>>, u32> {
+    match code {
+        // SAFETY: per this function's contract (see host_buffer).
+        OK => Ok(unsafe { host_buffer(data, size) }),
+        NOT_FOUND => Ok(None),
+        code => Err(code),
+    }
+}
+
 /// A header map (`HTTP_REQUEST_HEADERS` or `HTTP_CALL_RESPONSE_HEADERS`),
 /// serialized (see [`crate::input::HeaderMap`]); empty when Envoy has none.
 /// An error is Envoy's status code.
@@ -186,12 +201,9 @@ pub fn property(path: &[u8]) -> Result<Option<Vec<u8>>, u32> {
     // SAFETY: the path is a live slice for the call; both out-pointers point
     // to live locals; on Ok, Envoy stores a buffer it allocated through this
     // module's allocator and its size.
-    match unsafe { proxy_get_property(path.as_ptr(), path.len(), &mut data, &mut size) } {
-        // SAFETY: data and size come from the host call just made (see host_buffer).
-        OK => Ok(unsafe { host_buffer(data, size) }),
-        NOT_FOUND => Ok(None),
-        code => Err(code),
-    }
+    let code = unsafe { proxy_get_property(path.as_ptr(), path.len(), &mut data, &mut size) };
+    // SAFETY: data and size come from the host call just made.
+    unsafe { found(code, data, size) }
 }
 
 /// Up to `max` bytes of a buffer (`HTTP_CALL_RESPONSE_BODY`, `PLUGIN_CONFIGURATION`) from its
@@ -202,12 +214,9 @@ pub fn buffer(buffer_type: u32, max: usize) -> Result<Option<Vec<u8>>, u32> {
     let mut size = 0;
     // SAFETY: both out-pointers point to live locals; on Ok, Envoy stores a
     // buffer it allocated through this module's allocator and its size.
-    match unsafe { proxy_get_buffer_bytes(buffer_type, 0, max, &mut data, &mut size) } {
-        // SAFETY: data and size come from the host call just made (see host_buffer).
-        OK => Ok(unsafe { host_buffer(data, size) }),
-        NOT_FOUND => Ok(None),
-        code => Err(code),
-    }
+    let code = unsafe { proxy_get_buffer_bytes(buffer_type, 0, max, &mut data, &mut size) };
+    // SAFETY: data and size come from the host call just made.
+    unsafe { found(code, data, size) }
 }
 
 /// Sets header `name` of `map_type` to `value`, replacing its values.
