@@ -3,15 +3,31 @@
 # (verify an HS256 token for aud "orders", forward to one upstream with the
 # token removed and the subject in a header, or refuse with 401):
 #   host-sim          target/release/host-sim serve --wasm dist/gateway.wasm
+#                     (its default: a fresh instance per request)
+#   host-sim-reuse    the same with --isolation reuse: one instance per
+#                     thread, reused, as Envoy and workerd run the module
 #   workerd           node_modules/.bin/workerd serve deploy/workerd/config.capnp
 #   envoy-filter      Envoy 1.40 with the gateway as a proxy-wasm filter
 #                     (dist/gateway-envoy.wasm on V8), its bootstrap rendered
 #                     from gateway.toml (target/release/envoy-filter)
 #   envoy-jwt-authn   Envoy 1.40 with its native jwt_authn filter, rendered
 #                     from gateway.toml (target/release/envoy-jwt-authn)
+#   envoy-jwt-authn-cache
+#                     the same with jwt_authn's verified-token cache on
+#                     (jwt_cache_config, off by default in Envoy; the
+#                     gateway's own cache is on in a reused instance, so
+#                     this is jwt_authn configured like for like)
 #   envoy-router      Envoy 1.40 proxying without any token check: the
 #                     baseline that shows what a check costs Envoy (forward
 #                     case only; it would forward the "reject" request too)
+#   envoy-floor0 .. envoy-floor3, envoy-floor3p
+#                     Envoy 1.40 with a proxy-wasm filter that decides
+#                     nothing and makes, level by level, the host calls
+#                     the gateway filter makes for a forward
+#                     (benches/peers/envoy-floor/floor.mjs), every request
+#                     routed to the upstream: what Envoy's wasm host costs
+#                     before the filter's own work (forward case only; not
+#                     in the default set)
 #   workerd-proxy     workerd running a trivial JavaScript fetch proxy
 #                     (benches/peers/workerd-proxy): the baseline that shows
 #                     what the shim costs workerd (forward case only)
@@ -51,7 +67,8 @@
 #   GATEWAYS_SECONDS      seconds per run (5)
 #   GATEWAYS_ROUNDS       closed-loop rounds, the median reported (3)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
-#   GATEWAYS              which to run ("host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router")
+#   GATEWAYS              which to run ("host-sim host-sim-reuse workerd workerd-proxy envoy-filter
+#                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router")
 #   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
@@ -62,7 +79,7 @@ rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
 rounds=${GATEWAYS_ROUNDS:-3}
 conns=${GATEWAYS_CONNECTIONS:-32}
-gateways=${GATEWAYS:-host-sim workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-router}
+gateways=${GATEWAYS:-host-sim host-sim-reuse workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-jwt-authn-cache envoy-router}
 oha_version=1.16.0
 results=target/bench-results
 out=$results/gateways.md
@@ -128,12 +145,13 @@ for gateway in $gateways; do
   port[$gateway]=$(free_port)
   p=${port[$gateway]}
   case $gateway in
-    host-sim | host-sim-base)
+    host-sim | host-sim-base | host-sim-reuse)
       bin=$host_sim
       [ "$gateway" = host-sim-base ] && bin=${GATEWAYS_BASE:-}/$host_sim
       [ -x "$bin" ] || die "$bin is missing: build it with 'cargo build --release --bin host-sim' (in GATEWAYS_BASE for the base)"
       cmd=("$bin" serve --listen "127.0.0.1:$p" --wasm dist/gateway.wasm
         --upstream-override "orders=http://127.0.0.1:$up_port")
+      [ "$gateway" = host-sim-reuse ] && cmd+=(--isolation reuse)
       ;;
     workerd)
       [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
@@ -150,28 +168,52 @@ for gateway in $gateways; do
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-router)
+    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
-      if [ "$gateway" = envoy-filter ] || [ "$gateway" = envoy-filter-base ]; then
-        module=$PWD/dist/gateway-envoy.wasm
-        [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
-        [ -f "$module" ] || die "$module is missing: run 'make worker' (in GATEWAYS_BASE for the base)"
-        target/release/envoy-filter --listen "127.0.0.1:$p" --module "$module" \
-          --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
-      else
-        target/release/envoy-jwt-authn --listen "127.0.0.1:$p" \
-          --upstream-override "orders=http://127.0.0.1:$up_port" --out "$yaml"
-      fi
-      if [ "$gateway" = envoy-router ]; then
-        # The jwt_authn bootstrap without its checks: the router alone,
-        # every request to the orders cluster.
-        python3 - "$yaml" "127.0.0.1:$up_port" <<'PY'
+      case $gateway in
+        envoy-filter | envoy-filter-base | envoy-floor*)
+          module=$PWD/dist/gateway-envoy.wasm
+          [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
+          if [[ $gateway == envoy-floor* ]]; then
+            module=$PWD/$results/$gateway.wasm
+            node benches/peers/envoy-floor/floor.mjs "${gateway#envoy-floor}" "$results/$gateway.wat"
+            node_modules/.bin/wasm-as "$results/$gateway.wat" -o "$module"
+          fi
+          [ -f "$module" ] || die "$module is missing: run 'make worker' (in GATEWAYS_BASE for the base)"
+          target/release/envoy-filter --listen "127.0.0.1:$p" --module "$module" \
+            --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
+          ;;
+        *)
+          target/release/envoy-jwt-authn --listen "127.0.0.1:$p" \
+            --upstream-override "orders=http://127.0.0.1:$up_port" --out "$yaml"
+          ;;
+      esac
+      if [ "$gateway" = envoy-jwt-authn-cache ]; then
+        # Envoy's verified-token cache, per worker thread (only tokens that
+        # verified are kept); 100 entries is its documented default size.
+        python3 - "$yaml" <<'PY'
 import sys, yaml
-path, cluster = sys.argv[1], sys.argv[2]
+path = sys.argv[1]
 doc = yaml.safe_load(open(path))
 hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.router"]
+jwt = next(f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.jwt_authn")
+for provider in jwt["typed_config"]["providers"].values():
+    provider["jwt_cache_config"] = {"jwt_cache_size": 100}
+yaml.safe_dump(doc, open(path, "w"), sort_keys=False)
+PY
+      fi
+      if [ "$gateway" = envoy-router ] || [[ $gateway == envoy-floor* ]]; then
+        # Every request to the orders cluster: for the router, the jwt_authn
+        # bootstrap without its checks; for a floor, the filter bootstrap
+        # with its wasm filter kept, since a floor module sets no upstream.
+        python3 - "$yaml" "127.0.0.1:$up_port" "$gateway" <<'PY'
+import sys, yaml
+path, cluster, gateway = sys.argv[1], sys.argv[2], sys.argv[3]
+doc = yaml.safe_load(open(path))
+hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+if gateway == "envoy-router":
+    hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.router"]
 vhost = hcm["route_config"]["virtual_hosts"][0]
 vhost.pop("request_headers_to_remove", None)
 vhost["routes"] = [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "host_rewrite_literal": cluster}}]
@@ -180,7 +222,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-router)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -189,7 +231,7 @@ PY
 done
 
 # The cases a gateway runs: the baselines check nothing, so they have no reject.
-cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] && echo forward || echo "forward reject"; }
+cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] || [[ $1 == envoy-floor* ]] && echo forward || echo "forward reject"; }
 
 # One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
 # An empty rate runs closed loop (as fast as the gateway answers).
