@@ -174,6 +174,18 @@ export const POLICY_CASES = [
   ["public exact path: a trailing slash is another path", req("GET", "/healthz/"), [MISSING]],
   ["public path with parameters: a server that strips them reads the public path, so it is refused", req("GET", "/healthz;v=1"), [answer(400, "path parameters change which rule applies")]],
   ["public path: another method needs a token", req("POST", "/healthz", ["Content-Length: 0"]), [MISSING]],
+  // HEAD: a rule names it or it needs a token like any other method; a
+  // refused HEAD gets its status and fields without a body, so the next
+  // request on the connection is read as a request of its own.
+  ["public path: HEAD where the rule names it", req("HEAD", "/healthz"), [unreadable(publicForward("HEAD", "/site/healthz"))]],
+  ["public prefix for GET only: HEAD needs a token", req("HEAD", "/docs/guide"), [MISSING]],
+  ["HEAD with a valid token is forwarded as a read", req("HEAD", "/orders/7", [bearer(ALICE_P)]), [granted("HEAD", "/orders-svc/orders/7", ALICE_P)]],
+  ["HEAD with a forged token is refused", req("HEAD", "/orders/7", ["Authorization: Bearer forged.token.here"]), [answer(401, "token is not canonical base64url")]],
+  [
+    "a refused HEAD sends no body: the request after it on the connection is answered as its own",
+    req("HEAD", "/orders/7") + req("GET", "/healthz"),
+    [MISSING, publicForward("GET", "/site/healthz")],
+  ],
   [
     "public path: methods are case-sensitive",
     req("get", "/healthz"),
