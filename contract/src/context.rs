@@ -5,7 +5,7 @@
 //! host's fault and is answered 500.
 
 use core::fmt::Write as _;
-use core::net::{IpAddr, SocketAddr};
+use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// The longest peer address: an IPv6 address with an embedded IPv4 one.
 pub const MAX_PEER_LEN: usize = 45;
@@ -82,11 +82,28 @@ pub fn split(input: &[u8]) -> Result<(Context<'_>, &[u8]), ContextError> {
 pub fn write_line(scheme: Scheme, peer: Option<IpAddr>, out: &mut [u8; MAX_LINE]) -> usize {
     let mut cursor = Cursor { buf: out, len: 0 };
     // Fits: the longest scheme, address and separators are under 64 bytes.
-    let _ = match peer {
-        Some(peer) => writeln!(cursor, "{} {}", scheme.as_str(), peer.to_canonical()),
+    let _ = match peer.map(|peer| peer.to_canonical()) {
+        // IPv4, the common case, without the formatting machinery (a host
+        // writes this line for every request).
+        Some(IpAddr::V4(peer)) => write_ipv4_line(&mut cursor, scheme, peer),
+        Some(peer) => writeln!(cursor, "{} {}", scheme.as_str(), peer),
         None => writeln!(cursor, "{} unknown", scheme.as_str()),
     };
     cursor.len
+}
+
+/// `<scheme> <a.b.c.d>\n`, each octet in decimal as `Display` writes it.
+fn write_ipv4_line(cursor: &mut Cursor<'_>, scheme: Scheme, peer: Ipv4Addr) -> core::fmt::Result {
+    cursor.write_str(scheme.as_str())?;
+    let mut separator = " ";
+    for octet in peer.octets() {
+        cursor.write_str(separator)?;
+        let digits = [b'0' + octet / 100, b'0' + octet / 10 % 10, b'0' + octet % 10];
+        let skip = usize::from(octet < 100) + usize::from(octet < 10);
+        cursor.write_bytes(&digits[skip..])?;
+        separator = ".";
+    }
+    cursor.write_str("\n")
 }
 
 /// The peer of a socket address written as text (`ip:port`, IPv6 in
@@ -102,12 +119,18 @@ struct Cursor<'b> {
     len: usize,
 }
 
-impl core::fmt::Write for Cursor<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.len + s.len();
-        self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+impl Cursor<'_> {
+    fn write_bytes(&mut self, bytes: &[u8]) -> core::fmt::Result {
+        let end = self.len + bytes.len();
+        self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?.copy_from_slice(bytes);
         self.len = end;
         Ok(())
+    }
+}
+
+impl core::fmt::Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.write_bytes(s.as_bytes())
     }
 }
 
@@ -160,6 +183,27 @@ mod tests {
         assert_eq!(&out[..len], b"https unknown\n");
         let (out, len) = line(Scheme::Https, Some("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff"));
         assert_eq!(split(&out[..len]).map(|(c, _)| c.peer), Ok("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff"));
+    }
+
+    /// The IPv4 line as `Display` writes the address, for every value of
+    /// each octet.
+    #[test]
+    fn ipv4_lines_are_those_of_display() {
+        for value in 0..=255u8 {
+            for octets in [[value, 0, 0, 1], [10, value, 7, 255], [1, 2, value, 99], [192, 168, 0, value]] {
+                let peer = IpAddr::from(octets);
+                let (out, len) = {
+                    let mut out = [0u8; MAX_LINE];
+                    let len = write_line(Scheme::Https, Some(peer), &mut out);
+                    (out, len)
+                };
+                let mut expected = [0u8; MAX_LINE];
+                let mut cursor = Cursor { buf: &mut expected, len: 0 };
+                writeln!(cursor, "https {peer}").expect("fits");
+                let expected_len = cursor.len;
+                assert_eq!(&out[..len], &expected[..expected_len], "{peer}");
+            }
+        }
     }
 
     #[test]

@@ -127,16 +127,29 @@ const MODULE_FAILED: Answer<'static> = Answer {
 impl<'a> Decision<'a> {
     /// Reads the output of a `handle` call that returned `status`.
     pub fn decode(status: u32, output: &'a [u8]) -> Result<Decision<'a>, DecodeError> {
-        if !output.iter().all(|&b| b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b)) {
+        if !all(output, TEXT) {
             return Err(DecodeError::NotText);
         }
         // Only printable ASCII, tab and newline: valid UTF-8.
         let text = core::str::from_utf8(output).map_err(|_| DecodeError::NotText)?;
+        Decision::read(status, text, Check::Every)
+    }
+
+    /// Reads a text [`Decision::decode`] has accepted, without checking its
+    /// bytes again: for [`crate::DecisionBuf`], which keeps a checked
+    /// output and hands out its view on every use.
+    #[cfg(feature = "std")]
+    pub(crate) fn read_checked(status: u32, text: &'a str) -> Result<Decision<'a>, DecodeError> {
+        Decision::read(status, text, Check::Structure)
+    }
+
+    /// Reads `text` as the decision of `status`, checking what `check` says.
+    fn read(status: u32, text: &'a str, check: Check) -> Result<Decision<'a>, DecodeError> {
         let status = u16::try_from(status).map_err(|_| DecodeError::Status)?;
         match status {
-            FORWARD_STATUS => decode_forward(text).map(Decision::Forward),
+            FORWARD_STATUS => decode_forward(text, check).map(Decision::Forward),
             500 if text.is_empty() => Ok(Decision::Answer(MODULE_FAILED)),
-            201..=599 => decode_answer(status, text).map(Decision::Answer),
+            201..=599 => decode_answer(status, text, check).map(Decision::Answer),
             _ => Err(DecodeError::Status),
         }
     }
@@ -201,7 +214,7 @@ impl<'a> Answer<'a> {
     /// The answer's fields, in order.
     pub fn fields(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
         // Each line is `>name:value`, checked by the decoder.
-        lines(self.fields).filter_map(|line| line.strip_prefix('>')?.split_once(':'))
+        lines(self.fields).filter_map(|line| split_at_byte(line.strip_prefix('>')?, b':'))
     }
 
     /// The value of the field `name`, if the answer has it.
@@ -211,22 +224,59 @@ impl<'a> Answer<'a> {
 }
 
 /// The lines of `text`, none for an empty text.
-fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split('\n').filter(move |_| !text.is_empty())
+fn lines(text: &str) -> Lines<'_> {
+    Lines { rest: (!text.is_empty()).then_some(text) }
 }
 
-fn decode_forward(text: &str) -> Result<Forward<'_>, DecodeError> {
-    let (origin, rest) = text.split_once('\n').unwrap_or((text, ""));
+/// The lines of a text, split at each `\n` byte: a search of the bytes,
+/// where `str::split` sets up a searcher per call (a host splits every
+/// decision's lines, and reads a forward's plan more than once).
+struct Lines<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let text = self.rest?;
+        let (line, rest) = split_at_byte(text, b'\n').map_or((text, None), |(line, rest)| (line, Some(rest)));
+        self.rest = rest;
+        Some(line)
+    }
+}
+
+/// `text` before and after the first `byte` (an ASCII byte, so both
+/// halves are on character boundaries), or `None` without one.
+fn split_at_byte(text: &str, byte: u8) -> Option<(&str, &str)> {
+    let at = text.bytes().position(|b| b == byte)?;
+    Some((text.get(..at)?, text.get(at + 1..)?))
+}
+
+/// How much of a decision to check: every rule of the format (a module's
+/// output), or only its structure (a text that was checked whole before).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Every,
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    Structure,
+}
+
+fn decode_forward(text: &str, check: Check) -> Result<Forward<'_>, DecodeError> {
+    let (origin, rest) = split_at_byte(text, b'\n').unwrap_or((text, ""));
+    let (path, operations) = split_at_byte(rest, b'\n').unwrap_or((rest, ""));
+    if check == Check::Structure {
+        return Ok(Forward { origin, path, operations });
+    }
     if !is_origin(origin) {
         return Err(DecodeError::Origin);
     }
-    let (path, operations) = rest.split_once('\n').unwrap_or((rest, ""));
-    if !path.starts_with('/') || !path.bytes().all(is_target_char) {
+    if !path.starts_with('/') || !all(path.as_bytes(), TARGET) {
         return Err(DecodeError::Path);
     }
     if text.ends_with('\n') {
         // A forward has no trailing newline: an empty last line is no operation.
-        return Err(DecodeError::Line(text.split('\n').count()));
+        return Err(DecodeError::Line(text.bytes().filter(|&b| b == b'\n').count() + 1));
     }
     for (i, line) in lines(operations).enumerate() {
         operation(line).ok_or(DecodeError::Line(i + 3))?;
@@ -252,18 +302,17 @@ fn split_operation(line: &str) -> Option<Operation<'_>> {
     let (kind, rest) = line.split_at_checked(1)?;
     match kind {
         "-" => Some(Operation::DropRequestField(rest)),
-        "+" => rest.split_once(':').map(|(n, v)| Operation::SetRequestField(n, v)),
+        "+" => split_at_byte(rest, b':').map(|(n, v)| Operation::SetRequestField(n, v)),
         "!" => Some(Operation::DropResponseField(rest)),
-        ">" => rest.split_once(':').map(|(n, v)| Operation::AddResponseField(n, v)),
+        ">" => split_at_byte(rest, b':').map(|(n, v)| Operation::AddResponseField(n, v)),
         _ => None,
     }
 }
 
-fn decode_answer(status: u16, text: &str) -> Result<Answer<'_>, DecodeError> {
-    let (error, rest) = text.split_once('\n').ok_or(DecodeError::ShortAnswer)?;
-    let (reason, rest) = rest.split_once('\n').ok_or(DecodeError::ShortAnswer)?;
-    if !error.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') || !reason.bytes().all(is_description_char)
-    {
+fn decode_answer(status: u16, text: &str, check: Check) -> Result<Answer<'_>, DecodeError> {
+    let (error, rest) = split_at_byte(text, b'\n').ok_or(DecodeError::ShortAnswer)?;
+    let (reason, rest) = split_at_byte(rest, b'\n').ok_or(DecodeError::ShortAnswer)?;
+    if check == Check::Every && (!all(error.as_bytes(), CODE) || !all(reason.as_bytes(), DESCRIPTION)) {
         return Err(DecodeError::Reason);
     }
     let (fields, body) = match rest.rfind('\n') {
@@ -273,13 +322,15 @@ fn decode_answer(status: u16, text: &str) -> Result<Answer<'_>, DecodeError> {
     // An optional `~<issuer>` line first, then the fields.
     let (refresh_keys, fields, first_field_line) = match fields.strip_prefix('~') {
         Some(after) => {
-            let (number, fields) = after.split_once('\n').unwrap_or((after, ""));
+            let (number, fields) = split_at_byte(after, b'\n').unwrap_or((after, ""));
             (Some(issuer_number(number).ok_or(DecodeError::Line(3))?), fields, 4)
         }
         None => (None, fields, 3),
     };
-    for (i, line) in lines(fields).enumerate() {
-        line.strip_prefix('>').and_then(field).ok_or(DecodeError::Line(i + first_field_line))?;
+    if check == Check::Every {
+        for (i, line) in lines(fields).enumerate() {
+            line.strip_prefix('>').and_then(field).ok_or(DecodeError::Line(i + first_field_line))?;
+        }
     }
     Ok(Answer { status, error, reason, refresh_keys, fields, body })
 }
@@ -291,16 +342,13 @@ fn issuer_number(text: &str) -> Option<u8> {
 
 /// `name:value`, both valid.
 fn field(text: &str) -> Option<(&str, &str)> {
-    let (name, value) = text.split_once(':')?;
+    let (name, value) = split_at_byte(text, b':')?;
     (is_name(name) && is_value(name, value)).then_some((name, value))
 }
 
 /// A field name: an RFC 9110 token in lower case.
 fn is_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !name.is_empty() && all(name.as_bytes(), NAME)
 }
 
 /// A value the module may set: printable ASCII and tabs, not starting or
@@ -325,17 +373,110 @@ fn is_value(name: &str, value: &str) -> bool {
 /// fragment, user info or whitespace.
 fn is_origin(origin: &str) -> bool {
     let authority = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
-    authority.is_some_and(|a| {
-        !a.is_empty() && a.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b))
-    })
+    authority.is_some_and(|a| !a.is_empty() && all(a.as_bytes(), AUTHORITY))
 }
 
+// The byte classes of the format, one bit each in [`CLASSES`]: one table
+// lookup per byte instead of a search of a character list (a host checks
+// every byte of every decision).
+/// Printable ASCII, tab and the line separator: the whole output.
+const TEXT: u8 = 1;
+/// A field name's bytes: an RFC 9110 token in lower case.
+const NAME: u8 = 1 << 1;
 /// RFC 3986 characters of a path and query.
-fn is_target_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b)
+const TARGET: u8 = 1 << 2;
+/// An origin's authority: RFC 3986 characters without path, query,
+/// fragment, user info or whitespace.
+const AUTHORITY: u8 = 1 << 3;
+/// RFC 6750 `error_description` characters: %x20-21 / %x23-5B / %x5D-7E.
+const DESCRIPTION: u8 = 1 << 4;
+/// An RFC 6750 error code's characters here: lower case and `_`.
+const CODE: u8 = 1 << 5;
+
+/// Each byte's classes.
+static CLASSES: [u8; 256] = classes();
+
+const fn classes() -> [u8; 256] {
+    const fn any_of(list: &[u8], b: u8) -> bool {
+        let mut i = 0;
+        while i < list.len() {
+            if list[i] == b {
+                return true;
+            }
+            i += 1;
+        }
+        false
+    }
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let mut class = 0;
+        if b == b'\n' || b == b'\t' || (b >= 0x20 && b < 0x7f) {
+            class |= TEXT;
+        }
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || any_of(b"!#$%&'*+-.^_`|~", b) {
+            class |= NAME;
+        }
+        if b.is_ascii_alphanumeric() || any_of(b"-._~!$&'()*+,;=:@/?%", b) {
+            class |= TARGET;
+        }
+        if b.is_ascii_alphanumeric() || any_of(b"-._~!$&'()*+,;=:[]%", b) {
+            class |= AUTHORITY;
+        }
+        if matches!(b, 0x20..=0x21 | 0x23..=0x5b | 0x5d..=0x7e) {
+            class |= DESCRIPTION;
+        }
+        if b.is_ascii_lowercase() || b == b'_' {
+            class |= CODE;
+        }
+        table[i] = class;
+        i += 1;
+    }
+    table
 }
 
-/// RFC 6750 `error_description` characters: %x20-21 / %x23-5B / %x5D-7E.
-fn is_description_char(b: u8) -> bool {
-    matches!(b, 0x20..=0x21 | 0x23..=0x5b | 0x5d..=0x7e)
+/// Whether every byte of `bytes` is of `class`.
+fn all(bytes: &[u8], class: u8) -> bool {
+    bytes.iter().all(|&b| CLASSES[usize::from(b)] & class != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table against the rules as character lists, for every byte.
+    #[test]
+    fn each_class_is_its_rule() {
+        for b in 0..=255u8 {
+            let is = |class| CLASSES[usize::from(b)] & class != 0;
+            assert_eq!(is(TEXT), b == b'\n' || b == b'\t' || (0x20..0x7f).contains(&b), "text {b}");
+            let name = b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b);
+            assert_eq!(is(NAME), name, "name {b}");
+            assert_eq!(
+                is(TARGET),
+                b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b),
+                "target {b}"
+            );
+            let authority = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b);
+            assert_eq!(is(AUTHORITY), authority, "authority {b}");
+            assert_eq!(
+                is(DESCRIPTION),
+                matches!(b, 0x20..=0x21 | 0x23..=0x5b | 0x5d..=0x7e),
+                "description {b}"
+            );
+            assert_eq!(is(CODE), b.is_ascii_lowercase() || b == b'_', "code {b}");
+        }
+    }
+
+    /// The lines as `str::split` gives them, none for an empty text.
+    #[test]
+    fn lines_are_those_of_split() {
+        for text in ["", "a", "a\n", "\n", "\n\n", "a\nb", "a\n\nb\n", "-x\n+y:z"] {
+            let expected = text.split('\n').filter(|_| !text.is_empty());
+            assert!(lines(text).eq(expected), "{text:?}");
+        }
+        assert_eq!(split_at_byte("a:b:c", b':'), Some(("a", "b:c")));
+        assert_eq!(split_at_byte("abc", b':'), None);
+    }
 }

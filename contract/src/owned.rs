@@ -3,24 +3,27 @@
 //! A host's own answers are decisions too, so a host carries out every
 //! answer the same way.
 
-use std::vec::Vec;
+use std::string::String;
 
 use crate::decision::{Decision, DecodeError};
 use crate::encode::Encoder;
 use crate::fields::{HostAnswer, JSON};
 
-/// A checked decision and the bytes it was read from.
+/// A checked decision and the text it was read from.
 #[derive(Clone, PartialEq, Eq)]
 pub struct DecisionBuf {
     status: u32,
-    bytes: Vec<u8>,
+    /// Checked whole by [`Decision::decode`] when it was made; never changed.
+    text: String,
 }
 
 impl DecisionBuf {
     /// Copies and checks the output of a `handle` call that returned `status`.
     pub fn decode(status: u32, output: &[u8]) -> Result<DecisionBuf, DecodeError> {
         Decision::decode(status, output)?;
-        Ok(DecisionBuf { status, bytes: output.to_vec() })
+        // Checked: printable ASCII, so valid UTF-8.
+        let text = String::from_utf8(output.to_vec()).map_err(|_| DecodeError::NotText)?;
+        Ok(DecisionBuf { status, text })
     }
 
     /// The host's own answer (`ABI.md`, "Answers the host makes itself").
@@ -34,14 +37,16 @@ impl DecisionBuf {
             .and_then(|()| out.body(&[answer.body().as_bytes()]))
             .map(|()| out.written());
         bytes.truncate(written.unwrap_or(0));
-        DecisionBuf { status: u32::from(answer.status()), bytes }
+        // The encoder writes decisions the decoder accepts (contract/tests/golden.rs).
+        DecisionBuf::decode(u32::from(answer.status()), &bytes)
+            .unwrap_or_else(|e| unreachable!("a host answer is a decision: {e}"))
     }
 
-    /// The decision.
+    /// The decision: its structure read again, its bytes not checked again.
     pub fn view(&self) -> Decision<'_> {
-        match Decision::decode(self.status, &self.bytes) {
+        match Decision::read_checked(self.status, &self.text) {
             Ok(decision) => decision,
-            // Checked when it was made; the bytes never change.
+            // Checked when it was made; the text never changes.
             Err(_) => unreachable!("a DecisionBuf holds a checked decision"),
         }
     }
@@ -53,7 +58,7 @@ impl DecisionBuf {
 
     /// The output as the module wrote it.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
+        self.text.as_bytes()
     }
 }
 
@@ -66,6 +71,32 @@ impl core::fmt::Debug for DecisionBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The view a kept decision hands out is the one its output decodes to.
+    #[test]
+    fn the_view_is_the_decoded_decision() {
+        let outputs: [(u32, &str); 4] = [
+            (
+                200,
+                "http://10.0.0.5:8080\n/orders/7?x=1\n-authorization\n+x-gateway-subject:alice\n!server\n>vary:Origin",
+            ),
+            (200, "https://users.test\n/"),
+            (
+                401,
+                "invalid_token\ntoken expired\n~2\n>www-authenticate:Bearer realm=\"api\"\n>content-type:application/json\n{}",
+            ),
+            (500, ""),
+        ];
+        for (status, output) in outputs {
+            let kept = DecisionBuf::decode(status, output.as_bytes()).expect("a decision");
+            assert_eq!(
+                kept.view(),
+                Decision::decode(status, output.as_bytes()).expect("a decision"),
+                "{output}"
+            );
+            assert_eq!(kept.as_bytes(), output.as_bytes());
+        }
+    }
 
     #[test]
     fn host_answers_are_decisions() {

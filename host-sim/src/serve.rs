@@ -114,65 +114,67 @@ impl Gateway {
 
     /// Answers one request.
     pub async fn handle(self: Arc<Self>, request: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
-        let start = Instant::now();
+        // What the access log reads of the request, taken only when it is on.
+        let logged = self.access_log.then(|| Logged::of(&request, remote));
         let head = request_head(&request);
-        let method = request.method().clone();
-        let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
         let outcome = self.decide(Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head });
         let decision = match outcome {
             Ok(decision) => decision,
             Err(e) => {
                 let answer = DecisionBuf::host_answer(e.answer());
-                return self.log(
-                    remote,
-                    &method,
-                    &target,
-                    start,
-                    answer_response(&answer),
-                    &format!("answer: {e}"),
-                );
+                return log(logged, answer_response(&answer), || format!("answer: {e}"));
             }
         };
-        let (response, note) = match decision.view() {
+        match decision.view() {
             Decision::Forward(forward) => {
-                let note = format!(
-                    "forward {}{} sub={}",
-                    self.forwarder.resolve(forward.origin),
-                    forward.path,
-                    forward.request_set(contract::fields::SUBJECT).unwrap_or("-")
-                );
+                let note = || {
+                    format!(
+                        "forward {}{} sub={}",
+                        self.forwarder.resolve(forward.origin),
+                        forward.path,
+                        forward.request_set(contract::fields::SUBJECT).unwrap_or("-")
+                    )
+                };
                 match self.forwarder.forward(request, &forward).await {
-                    Ok(response) => (response, note),
-                    Err(e) => (e.response(), format!("{note}: {e}")),
+                    Ok(response) => log(logged, response, note),
+                    Err(e) => log(logged, e.response(), || format!("{}: {e}", note())),
                 }
             }
             Decision::Answer(answer) => {
                 if let (Some(keys), Some(issuer)) = (&self.keys, answer.refresh_keys) {
                     keys.want(issuer);
                 }
-                (answer_response(&decision), format!("answer: {}", answer.reason))
+                log(logged, answer_response(&decision), || format!("answer: {}", answer.reason))
             }
-        };
-        self.log(remote, &method, &target, start, response, &note)
-    }
-
-    /// Writes the access-log line, when asked, and returns the response.
-    fn log(
-        &self,
-        remote: SocketAddr,
-        method: &http::Method,
-        target: &str,
-        start: Instant,
-        response: Response<Body>,
-        note: &str,
-    ) -> Response<Body> {
-        if self.access_log {
-            let status = response.status().as_u16();
-            eprintln!("{}", access_log::line(remote, method.as_str(), target, status, start.elapsed(), note));
         }
-        response
     }
+}
+
+/// What the access log reads of a request before it is forwarded.
+struct Logged {
+    remote: SocketAddr,
+    method: http::Method,
+    target: String,
+    start: Instant,
+}
+
+impl Logged {
+    fn of<B>(request: &Request<B>, remote: SocketAddr) -> Logged {
+        let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
+        Logged { remote, method: request.method().clone(), target, start: Instant::now() }
+    }
+}
+
+/// Writes the access-log line (with `note`, made only then) when the log
+/// is on, and returns the response.
+fn log(logged: Option<Logged>, response: Response<Body>, note: impl FnOnce() -> String) -> Response<Body> {
+    if let Some(at) = logged {
+        let status = response.status().as_u16();
+        let took = at.start.elapsed();
+        eprintln!("{}", access_log::line(at.remote, at.method.as_str(), &at.target, status, took, &note()));
+    }
+    response
 }
 
 /// Rebuilds the request head the client sent, as the module expects it:
@@ -181,8 +183,15 @@ pub fn request_head<B>(request: &Request<B>) -> Vec<u8> {
     let mut head = Vec::with_capacity(512);
     head.extend_from_slice(request.method().as_str().as_bytes());
     head.push(b' ');
-    // The target as sent: origin-form, absolute-form, authority-form or `*`.
-    head.extend_from_slice(request.uri().to_string().as_bytes());
+    // The target as sent: origin-form (its path and query as they came,
+    // without formatting the URI), absolute-form, authority-form or `*`.
+    let uri = request.uri();
+    match uri.path_and_query() {
+        Some(target) if uri.scheme().is_none() && uri.authority().is_none() => {
+            head.extend_from_slice(target.as_str().as_bytes());
+        }
+        _ => head.extend_from_slice(uri.to_string().as_bytes()),
+    }
     head.extend_from_slice(match request.version() {
         http::Version::HTTP_10 => b" HTTP/1.0\r\n",
         _ => b" HTTP/1.1\r\n",
