@@ -19,6 +19,7 @@
 //! | [`encode`] | the decision's encoder, used by the module |
 //! | [`fields`] | header names and the answers hosts make themselves |
 //! | [`key_sources`] | where and how often hosts fetch an issuer's keys |
+//! | [`key_schedule`] | when a host fetches them: refresh, `max-age`, backoff, asked-for fetches |
 //! | [`routes`] | the route table a module lists, and upstream overrides |
 //! | `owned` (feature `std`) | a decision a host keeps, and the host's own answers as decisions |
 #![no_std]
@@ -30,6 +31,7 @@ pub mod context;
 pub mod decision;
 pub mod encode;
 pub mod fields;
+pub mod key_schedule;
 pub mod key_sources;
 #[cfg(feature = "std")]
 pub mod owned;

@@ -8,7 +8,8 @@
 //! - **Limits.** `GET`, no redirect followed, the whole exchange within the
 //!   source's `timeout_ms`, status 200 only, the body cut at the module's
 //!   document capacity (a larger one is a failed fetch).
-//! - **Schedule.** Again after `refresh_secs`, or the response's
+//! - **Schedule.** The contract's ([`contract::key_schedule`], as the Envoy
+//!   filter keeps it): again after `refresh_secs`, or the response's
 //!   `Cache-Control: max-age` within `refetch_secs..=refresh_secs`; after a
 //!   failure, retries at 1, 2, 4, ... seconds, at most `refetch_secs`
 //!   apart. An answer that asks for the issuer's keys (a `~` line) starts a
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use contract::key_schedule::Schedule;
 use http::header::CACHE_CONTROL;
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Empty};
@@ -57,8 +59,8 @@ pub enum FetchError {
 
 /// What a source task learned from one round.
 enum Round {
-    /// Installed; fetch again after this long.
-    Installed(Duration),
+    /// Installed, with the response's `Cache-Control: max-age` in seconds.
+    Installed(Option<u64>),
     /// Failed or refused; retry with backoff.
     Failed,
 }
@@ -145,42 +147,32 @@ struct SourceTask {
 
 impl SourceTask {
     async fn run(self) {
-        let refetch = Duration::from_secs(u64::from(self.source.refetch_secs.max(1)));
-        let mut failures = 0u32;
+        // The schedule's clock: milliseconds since the task started, monotonic.
+        let epoch = Instant::now();
+        let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut schedule = Schedule::new(self.source.refresh_secs, self.source.refetch_secs.max(1));
         let mut installed_once = false;
-        let mut due = Instant::now();
-        let mut last_start: Option<Instant> = None;
         loop {
-            // Wait until due, or until an answer wants the keys and the last
-            // fetch started at least `refetch` ago.
-            loop {
-                let now = Instant::now();
-                if now >= due {
-                    break;
-                }
+            // Wait until due; an answer that wants the keys makes the fetch
+            // due at once, unless one started within `refetch_secs`.
+            while !schedule.due(now()) {
                 tokio::select! {
-                    () = tokio::time::sleep_until(due) => {}
+                    () = tokio::time::sleep(Duration::from_millis(schedule.due_in(now()))) => {}
                     () = self.notify.notified() => {
-                        let earliest = last_start.map_or(now, |start| start + refetch);
-                        due = due.min(earliest.max(now));
+                        schedule.ask(now());
                     }
                 }
             }
-            last_start = Some(Instant::now());
+            schedule.start(now());
             match self.round().await {
-                Round::Installed(next) => {
-                    failures = 0;
-                    due = Instant::now() + next;
+                Round::Installed(max_age) => {
+                    schedule.succeeded(now(), max_age);
                     if !installed_once {
                         installed_once = true;
                         self.ready.send_modify(|n| *n += 1);
                     }
                 }
-                Round::Failed => {
-                    failures = failures.saturating_add(1);
-                    let backoff = Duration::from_secs(1u64 << failures.saturating_sub(1).min(16));
-                    due = Instant::now() + backoff.min(refetch);
-                }
+                Round::Failed => schedule.failed(now()),
             }
         }
     }
@@ -216,9 +208,7 @@ impl SourceTask {
         match self.runtime.install_keys(issuer, &document, unix_now()) {
             Ok(Ok(summary)) => {
                 eprintln!("keys: issuer {issuer} {jwks_url}: {summary}");
-                let refresh = Duration::from_secs(u64::from(self.source.refresh_secs));
-                let refetch = Duration::from_secs(u64::from(self.source.refetch_secs));
-                Round::Installed(max_age.unwrap_or(refresh).clamp(refetch.min(refresh), refresh))
+                Round::Installed(max_age.map(|age| age.as_secs()))
             }
             Ok(Err(reason)) => {
                 eprintln!("keys: issuer {issuer} {jwks_url}: refused: {reason}");

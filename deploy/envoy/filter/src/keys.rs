@@ -1,7 +1,7 @@
 //! Keys fetched at run time, on the root context of each VM (`worker/ABI.md`,
 //! "Keys fetched at run time"). At VM start it reads the core's key-source
 //! table; every tick it starts the fetches that are due
-//! ([`crate::schedule`]) with `dispatch_http_call` on the origin's cluster
+//! ([`contract::key_schedule`]) with `dispatch_http_call` on the origin's cluster
 //! (the renderer's table in the filter's configuration, [`KeyClusters`]);
 //! each response's body goes into the core's document buffer, and the core
 //! reads it (`discovered`, `install_keys`). The filter reads no document.
@@ -20,7 +20,7 @@ use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, fai
 use crate::input::HeaderMap;
 use crate::instance::INSTANCE;
 use crate::raw::{self, LogLevel};
-use crate::schedule::Schedule;
+use contract::key_schedule::Schedule;
 
 /// How often (milliseconds) the root context looks at its schedules and
 /// at the fetches decisions asked for: the most an asked-for fetch waits

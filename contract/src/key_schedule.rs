@@ -1,13 +1,18 @@
-//! When one issuer's keys are fetched (`worker/ABI.md`, "Keys fetched at
-//! run time", steps 3 and 4): at once at start, `refresh_secs` after a
+//! When a host fetches one issuer's keys (`worker/ABI.md`, "Keys fetched
+//! at run time", steps 3 and 4): at once at start, `refresh_secs` after a
 //! success (sooner when the response's `Cache-Control: max-age` says so,
 //! never sooner than `refetch_secs`), after a failure again in 1, 2, 4, ...
 //! seconds up to `refetch_secs`, and at once when a decision asks for it
-//! and no fetch started in the last `refetch_secs`. One fetch at a time.
+//! and no fetch started in the last `refetch_secs` (an ask within that time
+//! is dropped: the next decision that needs the keys asks again). One fetch
+//! at a time. host-sim and the Envoy filter keep their schedules with this
+//! type; the workerd shim (`deploy/workerd/keys.mjs`) keeps the same rules
+//! in JavaScript.
 //!
-//! Times are the host's wall clock in milliseconds (proxy-wasm has no
-//! other): a clock that jumps back does not stall the schedule (a wait
-//! longer than the one set is cut short).
+//! Times are milliseconds on the host's clock: a monotonic one (host-sim)
+//! or the wall clock (proxy-wasm has no other), on which a clock that jumps
+//! back does not stall the schedule (a wait longer than the one set is cut
+//! short).
 
 /// The fetch schedule of one issuer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +63,12 @@ impl Schedule {
         self.started_at.filter(|_| self.in_flight)
     }
 
+    /// How long from `now` until the next fetch is due (0: due now, or a
+    /// fetch is under way): for a host that sleeps until then.
+    pub fn due_in(&self, now: u64) -> u64 {
+        if self.due(now) || self.in_flight { 0 } else { self.next_at.saturating_sub(now) }
+    }
+
     /// A fetch starts at `now`.
     pub fn start(&mut self, now: u64) {
         self.in_flight = true;
@@ -104,6 +115,7 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::vec::Vec;
 
     const T0: u64 = 1_800_000_000_000;
 
@@ -196,6 +208,21 @@ mod tests {
             [T0 + 120_020, T0 + 180_020, T0 + 240_020],
             "one per refetch_secs; the rest dropped"
         );
+    }
+
+    #[test]
+    fn due_in_is_the_wait_until_due() {
+        let mut s = Schedule::new(600, 60);
+        assert_eq!(s.due_in(T0), 0, "the first fetch at once");
+        s.start(T0);
+        assert_eq!(s.due_in(T0 + 5), 0, "under way: nothing to wait for");
+        s.succeeded(T0 + 10, Some(120));
+        assert_eq!(s.due_in(T0 + 10), 120_000);
+        assert_eq!(s.due_in(T0 + 100_010), 20_000);
+        assert_eq!(s.due_in(T0 + 120_010), 0);
+        s.start(T0 + 120_010);
+        s.failed(T0 + 120_020);
+        assert_eq!(s.due_in(T0 + 120_020), 1000);
     }
 
     #[test]
