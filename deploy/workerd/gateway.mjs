@@ -334,7 +334,9 @@ export class Gateway {
     }
     // fetch() sets Host from the URL, and frames the body itself.
     const init = { method: request.method, headers, redirect: "manual" };
-    if (request.body !== null) {
+    // A GET or HEAD carries no content here (the module refuses one that
+    // frames any), and fetch() refuses a body on them, even an empty one.
+    if (request.body !== null && request.method !== "GET" && request.method !== "HEAD") {
       init.body = request.body; // streamed, never buffered
       init.duplex = "half";
     }

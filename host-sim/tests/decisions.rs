@@ -194,7 +194,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 29] = [
+const UNREACHABLE: [Rejection; 30] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -205,6 +205,7 @@ const UNREACHABLE: [Rejection; 29] = [
     Rejection::ConflictingFraming,
     Rejection::InvalidContentLength,
     Rejection::UnsupportedTransferEncoding,
+    Rejection::ContentOnGetOrHead,
     Rejection::ConnectNotAllowed,
     Rejection::AsteriskForm,
     Rejection::MalformedTarget,

@@ -1097,6 +1097,15 @@ fn corpus() -> Vec<Case> {
             UnsupportedTransferEncoding,
         ),
         ("identity", with_field("Transfer-Encoding: identity"), UnsupportedTransferEncoding),
+        ("Content-Length on a GET", with_field("Content-Length: 4"), ContentOnGetOrHead),
+        (
+            "chunked on a HEAD",
+            String::from_utf8(with_field("Transfer-Encoding: chunked"))
+                .unwrap()
+                .replacen("GET ", "HEAD ", 1)
+                .into_bytes(),
+            ContentOnGetOrHead,
+        ),
     ];
     for (name, head, rejection) in forwarding {
         cases.push(Case { name: name.into(), head, now: now as f64, expect: Reject(rejection) });

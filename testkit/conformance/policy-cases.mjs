@@ -179,6 +179,13 @@ export const POLICY_CASES = [
   // request on the connection is read as a request of its own.
   ["public path: HEAD where the rule names it", req("HEAD", "/healthz"), [unreadable(publicForward("HEAD", "/site/healthz"))]],
   ["public prefix for GET only: HEAD needs a token", req("HEAD", "/docs/guide"), [MISSING]],
+  // Content on a GET or HEAD is refused before any rule: it has no defined
+  // meaning there, some servers read it as the next request, and workerd's
+  // fetch() cannot send it, so no host forwards it.
+  ["HEAD with content is refused, even on a public path", req("HEAD", "/healthz", ["Content-Length: 5"], { body: "hello" }), [answer(400, "content on a GET or HEAD request")]],
+  ["GET with content is refused, even on a public path", req("GET", "/healthz", ["Content-Length: 5"], { body: "hello" }), [answer(400, "content on a GET or HEAD request")]],
+  ["GET with chunked content is refused", req("GET", "/orders/7", [bearer(ALICE_P), "Transfer-Encoding: chunked"], { body: "5\r\nhello\r\n0\r\n\r\n" }), [answer(400, "content on a GET or HEAD request")]],
+  ["GET with a zero Content-Length frames no content: forwarded", req("GET", "/healthz", ["Content-Length: 0"]), [publicForward("GET", "/site/healthz")]],
   ["HEAD with a valid token is forwarded as a read", req("HEAD", "/orders/7", [bearer(ALICE_P)]), [granted("HEAD", "/orders-svc/orders/7", ALICE_P)]],
   ["HEAD with a forged token is refused", req("HEAD", "/orders/7", ["Authorization: Bearer forged.token.here"]), [answer(401, "token is not canonical base64url")]],
   [

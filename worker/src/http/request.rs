@@ -106,6 +106,11 @@ fn check_framing(head: &Head<'_, '_>) -> Result<(), Rejection> {
     {
         return Err(Rejection::UnsupportedTransferEncoding);
     }
+    // A length of zero frames no content.
+    let has_content = codings > 0 || head.named("content-length").any(|v| v.iter().any(|&b| b != b'0'));
+    if has_content && matches!(head.method, "GET" | "HEAD") {
+        return Err(Rejection::ContentOnGetOrHead);
+    }
     Ok(())
 }
 
@@ -229,11 +234,16 @@ mod tests {
         two_equal_lengths: with_auth("Bearer a\r\nContent-Length: 5\r\nContent-Length: 5") => Err(Rejection::InvalidContentLength);
         joined_lengths: with_auth("Bearer a\r\nContent-Length: 5, 6") => Err(Rejection::InvalidContentLength);
         signed_length: with_auth("Bearer a\r\nContent-Length: +5") => Err(Rejection::InvalidContentLength);
-        plain_length: with_auth("Bearer a\r\nContent-Length: 17") => Ok(b"a".to_vec());
+        plain_length: with_auth("Bearer a\r\nContent-Length: 17").replace("GET", "POST") => Ok(b"a".to_vec());
+        get_with_content: with_auth("Bearer a\r\nContent-Length: 17") => Err(Rejection::ContentOnGetOrHead);
+        head_with_content: with_auth("Bearer a\r\nContent-Length: 1").replace("GET", "HEAD") => Err(Rejection::ContentOnGetOrHead);
+        get_chunked: with_auth("Bearer a\r\nTransfer-Encoding: chunked") => Err(Rejection::ContentOnGetOrHead);
+        get_with_zero_length: with_auth("Bearer a\r\nContent-Length: 00") => Ok(b"a".to_vec());
+        get_lower_case_is_another_method: with_auth("Bearer a\r\nContent-Length: 3").replace("GET", "get") => Ok(b"a".to_vec());
         chunked_then_identity: with_auth("Bearer a\r\nTransfer-Encoding: chunked, identity") => Err(Rejection::UnsupportedTransferEncoding);
         gzip_then_chunked: with_auth("Bearer a\r\nTransfer-Encoding: gzip, chunked") => Err(Rejection::UnsupportedTransferEncoding);
         two_chunked_fields: with_auth("Bearer a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked") => Err(Rejection::UnsupportedTransferEncoding);
-        chunked_in_any_case: with_auth("Bearer a\r\nTransfer-Encoding: ChUnKeD") => Ok(b"a".to_vec());
+        chunked_in_any_case: with_auth("Bearer a\r\nTransfer-Encoding: ChUnKeD").replace("GET", "PUT") => Ok(b"a".to_vec());
         chunked_on_http10: "POST / HTTP/1.0\r\nAuthorization: Bearer a\r\nTransfer-Encoding: chunked\r\n\r\n" => Err(Rejection::UnsupportedTransferEncoding);
         control_byte_in_value: with_auth("Bearer a\r\nX-A: a\x01b") => Err(Rejection::MalformedRequest);
         bare_cr_in_value: with_auth("Bearer a\r\nX-A: a\rb") => Err(Rejection::MalformedRequest);

@@ -47,12 +47,13 @@
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_abi_version_0_2_1() {}
 
-/// A request's headers: the gateway's decision, carried out. The flag and
-/// count are not read (the header map is read whole), and `end_of_stream`
-/// is a `u32`, not a `bool`, so that no value Envoy passes is invalid.
+/// A request's headers: the gateway's decision, carried out. The count is
+/// not read (the header map is read whole); `end_of_stream` says whether a
+/// body follows, and is a `u32`, not a `bool`, so that no value Envoy
+/// passes is invalid.
 #[unsafe(no_mangle)]
-pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end_of_stream: u32) -> u32 {
-    crate::filter::on_request_headers(context_id) as u32
+pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, end_of_stream: u32) -> u32 {
+    crate::filter::on_request_headers(context_id, end_of_stream == 0) as u32
 }
 
 /// A response's headers: the edits the request's forward asked for.

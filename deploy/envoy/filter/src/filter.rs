@@ -65,8 +65,8 @@ std::thread_local! {
 
 /// Envoy's `proxy_on_request_headers`: decides the request of stream
 /// `context_id` and carries out the decision; any failure answers 500.
-pub(crate) fn on_request_headers(context_id: u32) -> Action {
-    match gate(context_id) {
+pub(crate) fn on_request_headers(context_id: u32, content_follows: bool) -> Action {
+    match gate(context_id, content_follows) {
         Ok(action) => action,
         Err(e) => {
             raw::log(LogLevel::Error, &format!("gateway: {e}"));
@@ -103,7 +103,7 @@ pub(crate) fn on_delete(context_id: u32) {
 }
 
 /// Decides stream `context_id`'s request and carries out the decision.
-fn gate(context_id: u32) -> Result<Action, FilterError> {
+fn gate(context_id: u32, content_follows: bool) -> Result<Action, FilterError> {
     let headers = raw::header_map(raw::HTTP_REQUEST_HEADERS)?;
     let headers = HeaderMap::parse(&headers)?;
     // The connection's facts, never the client's headers: TLS on the
@@ -118,7 +118,7 @@ fn gate(context_id: u32) -> Result<Action, FilterError> {
     INSTANCE.with(|cell| {
         let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
         // The head goes straight into the core's input buffer.
-        let len = input::write_input(scheme, peer, &headers, instance.input_mut())?;
+        let len = input::write_input(scheme, peer, &headers, content_follows, instance.input_mut())?;
         match decision::decide_written(&mut instance, len, now)? {
             Decision::Forward(forward) => apply_forward(context_id, &forward, headers.path()),
             Decision::Answer(answer) => {

@@ -118,12 +118,19 @@ pub fn serialize_pairs(fields: &[(&str, &str)]) -> Vec<u8> {
 /// `:authority`, and every other field in Envoy's order. Pseudo-headers
 /// other than those are Envoy's and not the client's, so they are left out.
 ///
+/// `content_follows` is Envoy's word that the request has a body (its
+/// headers did not end the stream). Envoy's HTTP/1 codec takes a chunked
+/// body's `Transfer-Encoding` off the map, so a body without
+/// `Content-Length` is written as the `Transfer-Encoding: chunked` the
+/// client sent: the module judges the request's framing as it came.
+///
 /// Returns the input's length. An input longer than `out` is not written at
 /// all (`ABI.md`: the true length is passed and the module answers 431).
 pub fn write_input(
     scheme: Scheme,
     peer: Option<IpAddr>,
     headers: &HeaderMap<'_>,
+    content_follows: bool,
     out: &mut [u8],
 ) -> Result<usize, InputError> {
     let method = headers.get(b":method").ok_or(InputError::NoMethod)?;
@@ -133,6 +140,8 @@ pub fn write_input(
     let line_len = contract::context::write_line(scheme, peer, &mut line);
     let line = &line[..line_len];
     let fields = || headers.fields().filter(|(n, _)| !n.starts_with(b":"));
+    let framed = headers.get(b"content-length").is_some() || headers.get(b"transfer-encoding").is_some();
+    let chunked: &[u8] = if content_follows && !framed { b"transfer-encoding: chunked\r\n" } else { b"" };
     let len = line.len()
         + method.len()
         + target.len()
@@ -140,6 +149,7 @@ pub fn write_input(
         + " HTTP/1.1\r\n".len()
         + authority.map_or(0, |host| host.len() + "Host: \r\n".len())
         + fields().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>()
+        + chunked.len()
         + 2;
     let Some(out) = out.get_mut(..len) else { return Ok(len) };
     let mut at = 0;
@@ -160,6 +170,7 @@ pub fn write_input(
             put(part);
         }
     }
+    put(chunked);
     put(b"\r\n");
     Ok(len)
 }
@@ -167,6 +178,36 @@ pub fn write_input(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body Envoy announces without `Content-Length` is written as the
+    /// chunked framing its codec took off the map; a framed one as it is.
+    #[test]
+    fn a_body_without_its_length_is_written_as_chunked() {
+        let head = |fields: &[(&str, &str)], content_follows: bool| {
+            let bytes = serialize_pairs(fields);
+            let mut out = [0u8; 512];
+            let len = write_input(
+                Scheme::Http,
+                None,
+                &HeaderMap::parse(&bytes).expect("map"),
+                content_follows,
+                &mut out,
+            )
+            .expect("written");
+            String::from_utf8(out[..len].to_vec()).expect("text")
+        };
+        let get = [(":method", "GET"), (":path", "/x"), (":authority", "gw")];
+        assert_eq!(head(&get, false), "http unknown\nGET /x HTTP/1.1\r\nHost: gw\r\n\r\n");
+        assert_eq!(
+            head(&get, true),
+            "http unknown\nGET /x HTTP/1.1\r\nHost: gw\r\ntransfer-encoding: chunked\r\n\r\n"
+        );
+        let post = [(":method", "POST"), (":path", "/x"), (":authority", "gw"), ("content-length", "5")];
+        assert_eq!(
+            head(&post, true),
+            "http unknown\nPOST /x HTTP/1.1\r\nHost: gw\r\ncontent-length: 5\r\n\r\n"
+        );
+    }
 
     #[test]
     fn serialized_pairs_are_envoys_format_and_read_back() {
@@ -182,7 +223,7 @@ mod tests {
     fn input(scheme: Scheme, peer: Option<IpAddr>, fields: &[(&str, &str)]) -> Result<Vec<u8>, InputError> {
         let bytes = serialize_pairs(fields);
         let mut out = vec![0u8; 4096];
-        let len = write_input(scheme, peer, &HeaderMap::parse(&bytes)?, &mut out)?;
+        let len = write_input(scheme, peer, &HeaderMap::parse(&bytes)?, false, &mut out)?;
         out.truncate(len);
         Ok(out)
     }
@@ -224,7 +265,7 @@ mod tests {
         let bytes = serialize_pairs(&fields);
         let whole = input(Scheme::Http, None, &fields).expect("rebuilt");
         let mut out = vec![b'z'; whole.len() - 1];
-        let len = write_input(Scheme::Http, None, &HeaderMap::parse(&bytes).expect("map"), &mut out);
+        let len = write_input(Scheme::Http, None, &HeaderMap::parse(&bytes).expect("map"), false, &mut out);
         assert_eq!(len, Ok(whole.len()));
         assert!(out.iter().all(|&b| b == b'z'), "nothing written");
     }
