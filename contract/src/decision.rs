@@ -127,12 +127,16 @@ const MODULE_FAILED: Answer<'static> = Answer {
 impl<'a> Decision<'a> {
     /// Reads the output of a `handle` call that returned `status`.
     pub fn decode(status: u32, output: &'a [u8]) -> Result<Decision<'a>, DecodeError> {
-        if !all(output, TEXT) {
-            return Err(DecodeError::NotText);
-        }
-        // Only printable ASCII, tab and newline: valid UTF-8.
-        let text = core::str::from_utf8(output).map_err(|_| DecodeError::NotText)?;
-        Decision::read(status, text, Check::Every)
+        Decision::read(status, text_of(output)?, Check::Every)
+    }
+
+    /// Checks `output` whole as the decision of `status` and returns it as
+    /// text: for [`crate::DecisionBuf`], which keeps the text.
+    #[cfg(feature = "std")]
+    pub(crate) fn checked_text(status: u32, output: &'a [u8]) -> Result<&'a str, DecodeError> {
+        let text = text_of(output)?;
+        Decision::read(status, text, Check::Every)?;
+        Ok(text)
     }
 
     /// Reads a text [`Decision::decode`] has accepted, without checking its
@@ -221,6 +225,15 @@ impl<'a> Answer<'a> {
     pub fn field(&self, name: &str) -> Option<&'a str> {
         self.fields().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
     }
+}
+
+/// `output` as text: printable ASCII, tab and newline only.
+fn text_of(output: &[u8]) -> Result<&str, DecodeError> {
+    if !all(output, TEXT) {
+        return Err(DecodeError::NotText);
+    }
+    // Only printable ASCII, tab and newline: valid UTF-8.
+    core::str::from_utf8(output).map_err(|_| DecodeError::NotText)
 }
 
 /// The lines of `text`, none for an empty text.

@@ -20,10 +20,8 @@ pub struct DecisionBuf {
 impl DecisionBuf {
     /// Copies and checks the output of a `handle` call that returned `status`.
     pub fn decode(status: u32, output: &[u8]) -> Result<DecisionBuf, DecodeError> {
-        Decision::decode(status, output)?;
-        // Checked: printable ASCII, so valid UTF-8.
-        let text = String::from_utf8(output.to_vec()).map_err(|_| DecodeError::NotText)?;
-        Ok(DecisionBuf { status, text })
+        let text = Decision::checked_text(status, output)?;
+        Ok(DecisionBuf { status, text: String::from(text) })
     }
 
     /// The host's own answer (`ABI.md`, "Answers the host makes itself").

@@ -140,8 +140,9 @@ pub fn write_input(
     let line_len = contract::context::write_line(scheme, peer, &mut line);
     let line = &line[..line_len];
     let fields = || headers.fields().filter(|(n, _)| !n.starts_with(b":"));
-    let framed = headers.get(b"content-length").is_some() || headers.get(b"transfer-encoding").is_some();
-    let chunked: &[u8] = if content_follows && !framed { b"transfer-encoding: chunked\r\n" } else { b"" };
+    // The map is searched for framing only when a body follows (rarely).
+    let framed = || headers.get(b"content-length").is_some() || headers.get(b"transfer-encoding").is_some();
+    let chunked: &[u8] = if content_follows && !framed() { b"transfer-encoding: chunked\r\n" } else { b"" };
     let len = line.len()
         + method.len()
         + target.len()
