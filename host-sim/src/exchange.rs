@@ -86,6 +86,7 @@ fn chain(error: &dyn std::error::Error) -> String {
 #[derive(Debug, Clone)]
 pub struct Exchange {
     client: Client<Gate, RequestBody>,
+    gate: Gate,
     limits: ForwardLimits,
 }
 
@@ -96,11 +97,19 @@ impl Exchange {
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(limits.connect_timeout));
         let gate = Gate::new(connector, limits.max_connections, limits.queue_timeout);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(limits.max_connections)
-            .build(gate);
-        Exchange { client, limits }
+        Exchange { client: pooled(gate.clone(), limits), gate, limits }
+    }
+
+    /// The same limits and the same per-upstream connection cap (shared
+    /// with `self`), over a pool of its own: for a thread that keeps its
+    /// upstream connections to itself, so that no exchange waits on a
+    /// connection another thread drives.
+    pub fn own_pool(&self) -> Exchange {
+        Exchange {
+            client: pooled(self.gate.clone(), self.limits),
+            gate: self.gate.clone(),
+            limits: self.limits,
+        }
     }
 
     /// Sends `request` (already addressed to its upstream) and returns the
@@ -132,6 +141,14 @@ impl Exchange {
         Ok(response
             .map(|inner| Watched::new(received(inner), Deadline { deadline, timeout: limits.timeout })))
     }
+}
+
+/// A pooled HTTP/1.1 client whose connections go through `gate`.
+fn pooled(gate: Gate, limits: ForwardLimits) -> Client<Gate, RequestBody> {
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(limits.max_connections)
+        .build(gate)
 }
 
 /// The gate's error among `error`'s causes, if the connection could not be

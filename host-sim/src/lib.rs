@@ -15,6 +15,7 @@
 //! | [`compile`], [`eval`], [`serve`] | the commands that run the module |
 //! | [`echo`], [`mint`] | the tools: an echo upstream, and a token signed with the config's key |
 //! | [`listen`] | the HTTP/1.1 server: accept loop, connection cap, head and idle timeouts, shutdown |
+//! | [`threads`] | `serve`'s serving threads: each connection handed to one thread and served there to the end |
 //! | [`upstream`], [`exchange`], [`gate`] | executing a forward: the request as planned, sent within the limits, at most so many connections per upstream |
 //! | [`keys`] | fetching the keys of a module that fetches them, on the module's schedule |
 //! | [`limits`] | `serve`'s limit flags and the groups they are handed on in |
@@ -37,4 +38,5 @@ pub mod listen;
 pub mod mint;
 pub mod serve;
 pub mod stream;
+pub mod threads;
 pub mod upstream;

@@ -1,7 +1,8 @@
-//! HTTP/1.1 server plumbing shared by `serve` and `upstream`: a multi-thread
-//! tokio runtime with a worker per core, the accept loop with its limits
-//! (connection cap, head and idle timeouts, bounded request heads, a pause
-//! after failing accepts), and graceful shutdown on SIGINT and SIGTERM.
+//! HTTP/1.1 server plumbing shared by `serve` and `upstream`: the runtimes
+//! (a multi-thread one, or a single-threaded one per serving thread), the
+//! accept loop with its limits (connection cap, head and idle timeouts,
+//! bounded request heads, a pause after failing accepts), and graceful
+//! shutdown on SIGINT and SIGTERM.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -38,6 +39,13 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// A multi-thread tokio runtime with one worker thread per core.
 pub fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(threads.max(1)).enable_all().build()
+}
+
+/// A single-threaded tokio runtime: for the thread that accepts, waits for
+/// signals and runs background tasks, and for each serving thread of
+/// [`crate::threads`].
+pub fn thread_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
 }
 
 /// The number of cores this process may use.
@@ -79,9 +87,52 @@ pub async fn serve<H, F>(
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let busy = Arc::new(Semaphore::new(BUSY_ANSWERS));
+    let admission = Admission::new(&limits);
     let (stop, stopping) = watch::channel(false);
+    accept(&listener, &admission, shutdown, |stream, remote, slot| {
+        tokio::spawn(connection(stream, remote, handler.clone(), limits, slot, stopping.clone()));
+    })
+    .await;
+    drop(listener);
+    let _ = stop.send(true);
+    admission.drained(&limits).await;
+}
+
+/// The connection cap of one listening socket: the connections being
+/// served (a slot each), and the "gateway busy" answers being written to
+/// connections past the cap.
+#[derive(Debug, Clone)]
+pub(crate) struct Admission {
+    slots: Arc<Semaphore>,
+    busy: Arc<Semaphore>,
+}
+
+impl Admission {
+    pub(crate) fn new(limits: &ClientLimits) -> Admission {
+        Admission {
+            slots: Arc::new(Semaphore::new(limits.max_connections)),
+            busy: Arc::new(Semaphore::new(BUSY_ANSWERS)),
+        }
+    }
+
+    /// Resolves when every connection has given its slot back, or after
+    /// [`SHUTDOWN_GRACE`]. The slots are given back at once, so that any
+    /// number of threads can wait the same way.
+    pub(crate) async fn drained(&self, limits: &ClientLimits) {
+        let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.slots.acquire_many(all)).await;
+    }
+}
+
+/// Accepts connections on `listener` until `shutdown` resolves, handing
+/// each to `serve` with its slot; one past the cap is answered "gateway
+/// busy". A failing `accept` is retried after a growing pause.
+pub(crate) async fn accept(
+    listener: &TcpListener,
+    admission: &Admission,
+    shutdown: impl Future<Output = ()>,
+    mut serve: impl FnMut(TcpStream, SocketAddr, OwnedSemaphorePermit),
+) {
     let mut backoff = Backoff::default();
     tokio::pin!(shutdown);
     loop {
@@ -104,22 +155,15 @@ pub async fn serve<H, F>(
             },
             () = &mut shutdown => break,
         };
-        match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => {
-                tokio::spawn(connection(stream, remote, handler.clone(), limits, slot, stopping.clone()));
-            }
-            Err(_) => answer_busy(stream, &busy),
+        match Arc::clone(&admission.slots).try_acquire_owned() {
+            Ok(slot) => serve(stream, remote, slot),
+            Err(_) => answer_busy(stream, &admission.busy),
         }
     }
-    drop(listener);
-    let _ = stop.send(true);
-    // Every connection holds a slot until it ends: all slots back means all done.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, slots.acquire_many(all)).await;
 }
 
 /// Serves one connection until it ends, holding `slot` meanwhile.
-async fn connection<H, F>(
+pub(crate) async fn connection<H, F>(
     stream: TcpStream,
     remote: SocketAddr,
     handler: H,

@@ -26,6 +26,7 @@ use crate::body::Body;
 use crate::keys::KeyFetcher;
 use crate::limits::{self, LimitArgs};
 use crate::listen;
+use crate::threads;
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
 /// `host-sim serve` arguments.
@@ -48,7 +49,9 @@ pub struct ServeArgs {
     /// Every route on that origin moves; paths stay the module's. Repeatable.
     #[arg(long, value_name = "AUD=ORIGIN")]
     pub upstream_override: Vec<String>,
-    /// Worker threads (default: one per core).
+    /// Serving threads (default: one per core). Each accepts connections
+    /// and serves them to the end, with its own module instances and
+    /// upstream connections.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Timeouts and limits for clients and upstreams.
@@ -61,7 +64,7 @@ pub struct ServeArgs {
     pub serve_before_keys: bool,
 }
 
-/// What every connection shares.
+/// What every connection of a serving thread shares.
 #[derive(Debug)]
 pub struct Gateway {
     runtime: Arc<Runtime>,
@@ -69,7 +72,7 @@ pub struct Gateway {
     forwarder: Forwarder,
     access_log: bool,
     clock: fn() -> SystemTime,
-    keys: Option<KeyFetcher>,
+    keys: Option<Arc<KeyFetcher>>,
 }
 
 thread_local! {
@@ -86,7 +89,18 @@ impl Gateway {
 
     /// The same gateway with its module's keys fetched by `keys`.
     pub fn with_keys(self, keys: KeyFetcher) -> Gateway {
-        Gateway { keys: Some(keys), ..self }
+        Gateway { keys: Some(Arc::new(keys)), ..self }
+    }
+
+    /// The same gateway for another serving thread: the module, the keys
+    /// and the settings shared, the upstream connections its own.
+    pub fn for_thread(&self) -> Gateway {
+        Gateway {
+            runtime: Arc::clone(&self.runtime),
+            forwarder: self.forwarder.own_pool(),
+            keys: self.keys.clone(),
+            ..*self
+        }
     }
 
     /// The same gateway reading the time from `clock`: for tests of what a
@@ -241,7 +255,9 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     if let Err(e) = KeyFetcher::check(&key_sources, &overrides) {
         return fail(e);
     }
-    let tokio = match listen::runtime(threads) {
+    // This thread's runtime accepts, waits for the signals and runs the key
+    // fetches; each serving thread runs its own (crate::threads).
+    let tokio = match listen::thread_runtime() {
         Ok(t) => t,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
@@ -261,14 +277,15 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
         };
-        let gateway = Arc::new(gateway);
-        listen::serve(
-            listener,
-            client_limits,
-            move |request, remote| Arc::clone(&gateway).handle(request, remote),
-            listen::shutdown_signal(),
-        )
-        .await;
+        let handler_for_thread = move || {
+            let gateway = Arc::new(gateway.for_thread());
+            move |request, remote| Arc::clone(&gateway).handle(request, remote)
+        };
+        if let Err(e) =
+            threads::serve(listener, threads, client_limits, handler_for_thread, listen::shutdown_signal()).await
+        {
+            return fail(format!("serving threads: {e}"));
+        }
         eprintln!("gateway stopped");
         ExitCode::SUCCESS
     })

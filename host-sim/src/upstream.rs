@@ -116,6 +116,12 @@ impl Forwarder {
         Forwarder { exchange: Exchange::new(limits), overrides }
     }
 
+    /// The same forwarder over upstream connections of its own (the
+    /// per-upstream connection cap stays shared): one per serving thread.
+    pub fn own_pool(&self) -> Forwarder {
+        Forwarder { exchange: self.exchange.own_pool(), overrides: self.overrides.clone() }
+    }
+
     /// The origin to use for the one the module named.
     pub fn resolve<'a>(&'a self, origin: &'a str) -> &'a str {
         self.overrides.get(origin).map_or(origin, String::as_str)
