@@ -31,6 +31,11 @@
 #   workerd-proxy     workerd running a trivial JavaScript fetch proxy
 #                     (benches/peers/workerd-proxy): the baseline that shows
 #                     what the shim costs workerd (forward case only)
+#   workerd-floor0 .. workerd-floor2
+#                     workerd running the shim's own code without a decision
+#                     (benches/peers/workerd-floor/floor.mjs), step by step:
+#                     the forward, + the plan's field edits, + the module's
+#                     input (forward case only)
 #   host-sim-base, envoy-filter-base, workerd-base
 #                     host-sim, the filter and the shim of another checkout,
 #                     named by GATEWAYS_BASE (a `git worktree` of an earlier
@@ -163,6 +168,13 @@ for gateway in $gateways; do
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
       cmd=("$workerd" serve "$GATEWAYS_BASE/deploy/workerd/config.capnp" --socket-addr "http=127.0.0.1:$p")
       ;;
+    workerd-floor[0-2])
+      [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
+      export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
+      # Read when this process starts: one level per gateway.
+      export GATEWAY_FLOOR_LEVEL=${gateway#workerd-floor}
+      cmd=("$workerd" serve benches/peers/workerd-floor/config.capnp --socket-addr "http=127.0.0.1:$p")
+      ;;
     workerd-proxy)
       [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
@@ -222,7 +234,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -231,7 +243,7 @@ PY
 done
 
 # The cases a gateway runs: the baselines check nothing, so they have no reject.
-cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] || [[ $1 == envoy-floor* ]] && echo forward || echo "forward reject"; }
+cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] || [[ $1 == *-floor* ]] && echo forward || echo "forward reject"; }
 
 # One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
 # An empty rate runs closed loop (as fast as the gateway answers).
@@ -352,6 +364,7 @@ sorted_rows() { # with_rate rows...
   done
   [[ " $gateways " == *" workerd "* ]] && echo "workerd: GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" workerd-proxy "* ]] && echo "workerd-proxy: GATEWAY_PEER_UPSTREAM=http://127.0.0.1:UPSTREAM"
+  [[ " $gateways " == *" workerd-floor"* ]] && echo "workerd-floorN: GATEWAY_FLOOR_LEVEL=N GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" envoy-router "* ]] && echo "envoy-router: the envoy-jwt-authn bootstrap with only the router filter and one route to the upstream"
   echo '```'
   echo
