@@ -18,7 +18,7 @@ use contract::owned::DecisionBuf;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use runtime::{Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds};
+use runtime::{EngineOptions, Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds};
 
 use crate::access_log;
 use crate::args::{EngineArgs, SourceArgs};
@@ -92,15 +92,18 @@ impl Gateway {
         Gateway { keys: Some(Arc::new(keys)), ..self }
     }
 
-    /// The same gateway for another serving thread: the module, the keys
-    /// and the settings shared, the upstream connections its own.
-    pub fn for_thread(&self) -> Gateway {
-        Gateway {
-            runtime: Arc::clone(&self.runtime),
+    /// The same gateway for a serving thread: the keys and the settings
+    /// shared; the module on an engine of its own ([`Runtime::sibling`],
+    /// `SLOTS_PER_THREAD` instance slots) and the upstream connections its
+    /// own, so that its requests share nothing with another thread's.
+    /// `options` are the ones the gateway's runtime was loaded with.
+    pub fn for_thread(&self, options: &EngineOptions) -> Result<Gateway, runtime::LoadError> {
+        Ok(Gateway {
+            runtime: Arc::new(self.runtime.sibling(options, SLOTS_PER_THREAD)?),
             forwarder: self.forwarder.own_pool(),
             keys: self.keys.clone(),
             ..*self
-        }
+        })
     }
 
     /// The same gateway reading the time from `clock`: for tests of what a
@@ -165,6 +168,17 @@ impl Gateway {
     }
 }
 
+/// Instance slots of a serving thread's engine: a request holds one while
+/// the module runs (which never awaits), a reused instance being replaced
+/// one more, and the contract check's spare instance one until the first
+/// request takes it.
+const SLOTS_PER_THREAD: u32 = 3;
+
+/// Instance slots of the engine that loads the module and installs fetched
+/// keys, which serves no request: the contract check's spare instance (which
+/// reads the route table) and the keeper that installs keys.
+const SLOTS_OF_LOADER: u32 = 2;
+
 /// What the access log reads of a request before it is forwarded.
 struct Logged {
     remote: SocketAddr,
@@ -228,12 +242,8 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     };
     let threads = args.threads.unwrap_or_else(listen::cores).max(1);
     let client_limits = args.limits.client(limits::raise_descriptor_limit());
-    // A slot per worker thread (a request holds one only while the module
-    // runs, which never awaits), twice over for reuse-mode instances being
-    // replaced, plus one for the probe and one for the instance that
-    // installs fetched keys.
-    let slots = u32::try_from(threads * 2 + 2).unwrap_or(u32::MAX);
-    let runtime = match Runtime::load(&args.engine.options(), &args.source.source(), slots) {
+    let options = args.engine.options();
+    let runtime = match Runtime::load(&options, &args.source.source(), SLOTS_OF_LOADER) {
         Ok(r) => r,
         Err(e) => return fail(e.to_string()),
     };
@@ -277,13 +287,15 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
         };
-        let handler_for_thread = move || {
-            let gateway = Arc::new(gateway.for_thread());
-            move |request, remote| Arc::clone(&gateway).handle(request, remote)
-        };
-        if let Err(e) =
-            threads::serve(listener, threads, client_limits, handler_for_thread, listen::shutdown_signal()).await
-        {
+        let mut handlers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let gateway = match gateway.for_thread(&options) {
+                Ok(g) => Arc::new(g),
+                Err(e) => return fail(format!("cannot load the module for a serving thread: {e}")),
+            };
+            handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
+        }
+        if let Err(e) = threads::serve(listener, handlers, client_limits, listen::shutdown_signal()).await {
             return fail(format!("serving threads: {e}"));
         }
         eprintln!("gateway stopped");

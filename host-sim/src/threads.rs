@@ -7,7 +7,8 @@
 //! to be woken (Envoy's workers, with its exact connection balance, work
 //! the same way). Against one multi-thread runtime, this took `host-sim
 //! serve` from 34 to 27 µs of CPU per forwarded request
-//! (`docs/PERFORMANCE.md`).
+//! (`docs/PERFORMANCE.md`). Each thread's handler brings its own module
+//! instances too (`serve.rs`, `Gateway::for_thread`).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -35,33 +36,31 @@ struct Worker {
     thread: std::thread::JoinHandle<()>,
 }
 
-/// Serves HTTP/1.1 on `listener` from `threads` serving threads until
-/// `shutdown` resolves, then lets open connections finish (at most
-/// [`listen::SHUTDOWN_GRACE`]). Accepting runs on the caller's runtime;
-/// each serving thread gets its handler from `handler_for_thread`, called
-/// on that thread. The limits are those of [`listen::serve`], the
-/// connection cap counted over all threads. An error means a thread could
-/// not be started (before any connection was accepted).
-pub async fn serve<M, H, F>(
+/// Serves HTTP/1.1 on `listener` from one serving thread per handler in
+/// `handlers` until `shutdown` resolves, then lets open connections finish
+/// (at most [`listen::SHUTDOWN_GRACE`]). Accepting runs on the caller's
+/// runtime. The limits are those of [`listen::serve`], the connection cap
+/// counted over all threads. An error means that there is no handler, or
+/// that a thread could not be started (before any connection was accepted).
+pub async fn serve<H, F>(
     listener: TcpListener,
-    threads: usize,
+    handlers: Vec<H>,
     limits: ClientLimits,
-    handler_for_thread: M,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
-    M: Fn() -> H + Send + Sync + 'static,
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
+    if handlers.is_empty() {
+        return Err(std::io::Error::other("no serving thread"));
+    }
     let admission = Admission::new(&limits);
     let (stop, stopping) = watch::channel(false);
-    let handler_for_thread = Arc::new(handler_for_thread);
     // Every runtime is made before any thread starts: what can fail, fails here.
-    let runtimes =
-        (0..threads.max(1)).map(|_| listen::thread_runtime()).collect::<std::io::Result<Vec<_>>>()?;
+    let runtimes = handlers.iter().map(|_| listen::thread_runtime()).collect::<std::io::Result<Vec<_>>>()?;
     let mut workers = Vec::with_capacity(runtimes.len());
-    for (index, runtime) in runtimes.into_iter().enumerate() {
+    for (index, (runtime, handler)) in runtimes.into_iter().zip(handlers).enumerate() {
         let (connections, handed) = mpsc::unbounded_channel();
         let open = Arc::new(AtomicUsize::new(0));
         let serving = Serving {
@@ -71,10 +70,9 @@ where
             limits,
             stopping: stopping.clone(),
         };
-        let handler_for_thread = Arc::clone(&handler_for_thread);
         let thread = std::thread::Builder::new()
             .name(format!("serve-{index}"))
-            .spawn(move || runtime.block_on(serving.run(handler_for_thread())))?;
+            .spawn(move || runtime.block_on(serving.run(handler)))?;
         workers.push(Worker { connections, open, thread });
     }
     listen::accept(&listener, &admission, shutdown, |stream, remote, slot| {

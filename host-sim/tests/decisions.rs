@@ -284,6 +284,24 @@ fn the_real_module_decides_every_case_fresh_and_reused() {
 }
 
 #[test]
+fn a_sibling_on_its_own_engine_decides_every_case_as_its_runtime_does() {
+    // What each serving thread of `serve` decides with (Runtime::sibling).
+    let runtime = common::runtime();
+    let sibling = runtime.sibling(&common::relaxed(), 2).unwrap();
+    let mut reusable = Reusable::default();
+    for case in cases() {
+        let expected = runtime.decide_fresh(case.head.as_bytes(), case.now).unwrap();
+        let fresh = sibling.decide_fresh(case.head.as_bytes(), case.now).unwrap();
+        assert_eq!(fresh, expected, "{}", case.name);
+        let reused = sibling.decide_reused(&mut reusable, case.head.as_bytes(), case.now).unwrap();
+        assert_eq!(reused, expected, "{}", case.name);
+    }
+    // Options other than the runtime's: wasmtime refuses the code.
+    let other = runtime::EngineOptions { no_deadline: true, ..common::relaxed() };
+    assert!(runtime.sibling(&other, 2).is_err(), "code compiled for other settings is refused");
+}
+
+#[test]
 fn the_request_mix_gets_the_expected_answers() {
     let runtime = common::runtime();
     let mix = testkit::mix::Mix::new(&common::config(), NOW, 3);

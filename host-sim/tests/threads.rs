@@ -44,18 +44,15 @@ fn server(
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = std::thread::spawn(move || {
-        let handler_for_thread = || {
-            let name = std::thread::current().name().unwrap_or("unnamed").to_owned();
-            move |_request, _remote| {
-                let name = name.clone();
-                async move { Response::new(full(name)) }
-            }
+        // Each answers the name of the thread that runs it.
+        let handler = |_request, _remote| async move {
+            Response::new(full(std::thread::current().name().unwrap_or("unnamed").to_owned()))
         };
         let stopped = async move {
             let _ = tokio::time::timeout(Duration::from_secs(60), stopped).await;
         };
         runtime
-            .block_on(host_sim::threads::serve(listener, threads, limits, handler_for_thread, stopped))
+            .block_on(host_sim::threads::serve(listener, vec![handler; threads], limits, stopped))
             .unwrap();
     });
     (addr, stop, serving)

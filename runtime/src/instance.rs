@@ -15,6 +15,7 @@
 
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use wasmtime::{Engine, InstancePre, Linker, Memory, Module, ModuleExport, Store, TypedFunc};
 
@@ -84,8 +85,9 @@ pub struct Runtime {
     spare: std::sync::Mutex<Option<Slot>>,
     /// Set once the spare is taken, so that later requests skip the lock.
     spare_taken: std::sync::atomic::AtomicBool,
-    /// A module that fetches keys: its keeper instance and key image.
-    keys: Option<Keys>,
+    /// A module that fetches keys: its keeper instance and key image
+    /// (shared with its siblings, [`Runtime::sibling`]).
+    keys: Option<Arc<Keys>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -122,6 +124,28 @@ impl Prepared {
     /// buffer's place. The epoch ticker is not started: call
     /// [`Runtime::start_ticker`] (as [`Runtime::load`] does) for deadlines to fire.
     pub fn probe(self, options: &EngineOptions) -> Result<Runtime, LoadError> {
+        let (mut runtime, key_exports) = self.probe_instance(options)?;
+        if let Some(key_exports) = key_exports {
+            // One more instance, kept for good, reads and installs documents;
+            // no request deadline applies to it.
+            let fail = |e: GuestError| LoadError::Instantiate(e.to_string());
+            let mut keeper = runtime.instantiate().map_err(fail)?;
+            keeper.store.set_epoch_deadline(u64::MAX / 2);
+            let keeper = Keeper {
+                store: keeper.store,
+                memory: keeper.memory,
+                instance: keeper.instance,
+                output_ptr: keeper.output_ptr,
+                output_len: keeper.output_len,
+            };
+            runtime.keys = Some(Arc::new(Keys::new(key_exports, keeper).map_err(fail)?));
+        }
+        Ok(runtime)
+    }
+
+    /// [`Prepared::probe`] without the keys: the runtime, and the key
+    /// exports of a module that fetches keys.
+    fn probe_instance(self, options: &EngineOptions) -> Result<(Runtime, Option<KeyExports>), LoadError> {
         let mut runtime = Runtime {
             engine: self.engine,
             module: self.module,
@@ -160,21 +184,7 @@ impl Prepared {
         // The instance has run only the contract's getters, never a request:
         // it serves the first one, which saves a cold start an instantiation.
         runtime.spare = std::sync::Mutex::new(Some(slot));
-        if let Some(key_exports) = self.key_exports {
-            // One more instance, kept for good, reads and installs documents;
-            // no request deadline applies to it.
-            let mut keeper = runtime.instantiate().map_err(fail)?;
-            keeper.store.set_epoch_deadline(u64::MAX / 2);
-            let keeper = Keeper {
-                store: keeper.store,
-                memory: keeper.memory,
-                instance: keeper.instance,
-                output_ptr: keeper.output_ptr,
-                output_len: keeper.output_len,
-            };
-            runtime.keys = Some(Keys::new(key_exports, keeper).map_err(fail)?);
-        }
-        Ok(runtime)
+        Ok((runtime, self.key_exports))
     }
 }
 
@@ -269,6 +279,31 @@ impl Runtime {
         let engine = engine::build(options, slots)?;
         let module = engine::load(&engine, source)?;
         Prepared::new(&engine, &module)?.probe(options)?.start_ticker(options)
+    }
+
+    /// Another runtime for the same module on an engine of its own (its own
+    /// instance pool, type registry and epoch ticker, with `slots` slots),
+    /// deciding with this runtime's fetched keys: for a serving thread whose
+    /// instances then share nothing with another thread's (no lock, no
+    /// counter that two cores pass back and forth). `options` must be the
+    /// ones this runtime was loaded with.
+    pub fn sibling(&self, options: &EngineOptions, slots: u32) -> Result<Runtime, LoadError> {
+        let engine = engine::build(options, slots)?;
+        let code = self.module.serialize().map_err(|e| LoadError::Instantiate(one_line(&e)))?;
+        // SAFETY: `Module::deserialize` runs the machine code in its bytes,
+        // so they must be wasmtime's own output for a compatible engine.
+        // They are: `Module::serialize` of this runtime's module, made in
+        // this process a moment ago and never written anywhere, and
+        // `engine` comes from the same `engine::build` with the options this
+        // runtime was loaded with; wasmtime also checks the header (its
+        // version, target, compiler flags and tunables) against `engine` and
+        // refuses any mismatch before any code runs.
+        #[allow(unsafe_code)]
+        let module = unsafe { Module::deserialize(&engine, &code) }
+            .map_err(|e| LoadError::Instantiate(one_line(&e)))?;
+        let (mut sibling, _) = Prepared::new(&engine, &module)?.probe_instance(options)?;
+        sibling.keys = self.keys.clone();
+        sibling.start_ticker(options)
     }
 
     /// Starts the thread that ticks the epoch, without which no deadline
@@ -408,12 +443,12 @@ impl Runtime {
     /// The module's key-source table (`ABI.md`, "Keys fetched at run
     /// time"): empty for a module that fetches no keys.
     pub fn key_sources(&self) -> Result<Vec<KeySourceBuf>, GuestError> {
-        self.keys.as_ref().map_or(Ok(Vec::new()), Keys::sources)
+        self.keys.as_deref().map_or(Ok(Vec::new()), Keys::sources)
     }
 
     /// The largest document the module reads, in bytes (0: it fetches no keys).
     pub fn keys_capacity(&self) -> usize {
-        self.keys.as_ref().map_or(0, Keys::capacity)
+        self.keys.as_deref().map_or(0, Keys::capacity)
     }
 
     /// Has the module read issuer `issuer`'s OpenID discovery document:

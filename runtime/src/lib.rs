@@ -11,7 +11,7 @@
 //! |---|---|
 //! | [`engine`] | the engine's `Config` line by line; loading a `.wasm` (JIT) or a `.cwasm`; precompiling |
 //! | `exports` | the contract's exports, checked once per module |
-//! | `instance` | [`Runtime`]: the `InstancePre`, a Store per instance, deciding a request fresh or reused |
+//! | `instance` | [`Runtime`]: the `InstancePre`, a Store per instance, deciding a request fresh or reused; a sibling on an engine of its own per serving thread |
 //! | `keys` | keys fetched at run time: the keeper instance that installs documents, the key image every instance receives |
 //! | `limits` | the limits of a Store: the memory cap, the CPU deadline, the epoch ticker |
 //! | `input` | what the host writes into the module: [`Input`] (context line and head) and the time |
