@@ -49,9 +49,9 @@ pub struct ServeArgs {
     /// Every route on that origin moves; paths stay the module's. Repeatable.
     #[arg(long, value_name = "AUD=ORIGIN")]
     pub upstream_override: Vec<String>,
-    /// Serving threads (default: one per core). Each accepts connections
-    /// and serves them to the end, with its own module instances and
-    /// upstream connections.
+    /// Serving threads (default: one per core). Each serves the connections
+    /// handed to it to their end, with its own wasmtime engine, module
+    /// instances and upstream connections.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Timeouts and limits for clients and upstreams.
