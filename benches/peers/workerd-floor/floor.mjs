@@ -19,20 +19,27 @@ import { Gateway, contextLine, parseUpstreamOverride, requestHead, requestTarget
 const gateway = new Gateway(gatewayWasm);
 const encoder = new TextEncoder();
 let bound = null;
+// The origin of the orders route, where the module sends the benchmark's
+// request, read once: the floor adds no work the shim does not do.
+const [, ordersUpstream] = gateway.routes().find(([aud]) => aud === "orders");
+const origin = new URL(ordersUpstream).origin;
+/** The plan's field edits, made once from the first request (every request of the benchmark has the same Host). */
+let edits = null;
 
 /** The forward plan (worker/ABI.md) the module makes for the benchmark's request. */
 function plan(request, level) {
-  const [, upstream] = gateway.routes().find(([aud]) => aud === "orders");
-  const origin = new URL(upstream).origin;
   const path = requestTarget(request.url);
   if (level < 1) return { origin, path, drop: [], set: [], responseDrop: [], responseAdd: [] };
-  const set = [
-    ["x-gateway-subject", "load"],
-    ["x-forwarded-for", "127.0.0.1"],
-    ["x-forwarded-proto", "http"],
-    ["x-forwarded-host", request.headers.get("host") ?? ""],
-  ];
-  return { origin, path, drop: ["authorization", "host"], set, responseDrop: [], responseAdd: [] };
+  edits ??= {
+    drop: ["authorization", "host"],
+    set: [
+      ["x-gateway-subject", "load"],
+      ["x-forwarded-for", "127.0.0.1"],
+      ["x-forwarded-proto", "http"],
+      ["x-forwarded-host", request.headers.get("host") ?? ""],
+    ],
+  };
+  return { origin, path, ...edits, responseDrop: [], responseAdd: [] };
 }
 
 export default {
