@@ -10,7 +10,7 @@
 //! never decides differently from a miss. A rejected token is never cached.
 //!
 //! Lookup: a hash of the token finds the candidate, and a constant-time
-//! comparison (`subtle`) confirms it, so the time a lookup takes does not
+//! comparison (`ct`, on `subtle`) confirms it, so the time a lookup takes does not
 //! tell how much of a cached token a guess matched: of the whole token, for
 //! one of at most [`CACHED_TOKEN_CAPACITY`] bytes (the service tokens), or,
 //! in a module with a public-key algorithm, of the SHA-256 digest of the
@@ -25,8 +25,6 @@
 //! on the first): a fresh instance, which serves one request, then never
 //! writes an entry, and a stream of tokens seen once does not evict the
 //! ones that repeat. Entries are replaced oldest first.
-
-use subtle::ConstantTimeEq as _;
 
 use crate::config::Issuer;
 
@@ -109,8 +107,8 @@ impl TokenCache {
             return None;
         }
         let same = match kept(token)? {
-            Kept::Bytes(bytes) => entry.token.get(..bytes.len())?.ct_eq(bytes),
-            Kept::Digest(digest) => entry.token[..32].ct_eq(&digest),
+            Kept::Bytes(bytes) => crate::ct::eq(entry.token.get(..bytes.len())?, bytes),
+            Kept::Digest(digest) => crate::ct::eq(&entry.token[..32], &digest),
         };
         bool::from(same).then(|| &entry.claims[..entry.claims_len])
     }

@@ -35,6 +35,7 @@ pub mod answer;
 mod arena;
 pub mod cache;
 pub mod config;
+mod ct;
 pub mod decide;
 mod http;
 mod jose;

@@ -1,7 +1,7 @@
 //! Verify: the signature over the signing input, checked with the
 //! selected key's own algorithm and nothing else.
 //!
-//! HS256 is HMAC-SHA256 compared in constant time (`subtle`); it is always
+//! HS256 is HMAC-SHA256 compared in constant time (`ct`, on `subtle`); it is always
 //! built. HMAC(K, m) = H((K' ^ opad) || H((K' ^ ipad) || m)) (RFC 2104): the
 //! first block of each hash depends on the key alone, so the build
 //! compresses it (`gateway_config::hmac_key`) and the worker starts from the
@@ -19,7 +19,6 @@
 //! with ([`crate::keys`]).
 
 use sha2::block_api::compress256;
-use subtle::ConstantTimeEq as _;
 
 use crate::jose::jws;
 use crate::keys::VerifyingKey;
@@ -53,7 +52,7 @@ pub fn verify_jws(key: &VerifyingKey<'_>, signing_input: &[u8], signature: &[u8]
 pub fn verify(key: &HmacKey, signing_input: &[u8], signature: &[u8; 32]) -> Result<(), Rejection> {
     let inner = finish(key.inner, signing_input);
     let tag = finish(key.outer, &inner);
-    if bool::from(tag.ct_eq(signature)) { Ok(()) } else { Err(Rejection::BadSignature) }
+    if bool::from(crate::ct::eq(&tag, signature)) { Ok(()) } else { Err(Rejection::BadSignature) }
 }
 
 /// SHA-256's initial state (FIPS 180-4 section 5.3.3).
