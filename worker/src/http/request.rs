@@ -100,9 +100,9 @@ fn check_field_values(head: &Head<'_, '_>) -> Result<(), Rejection> {
 }
 
 /// True when `value` holds a control byte other than a tab, or DEL.
-/// Eight bytes at a time while none of them is below 0x20 or DEL (a
-/// borrow-free word test that never misses one); eight that hold one
-/// (a tab, in a valid value) are looked at byte by byte.
+/// Eight bytes at a time while a word test finds none below 0x20 and no
+/// DEL (it never misses one); eight that may hold one (a tab, in a valid
+/// value) are looked at byte by byte.
 fn has_control(value: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -112,7 +112,8 @@ fn has_control(value: &[u8]) -> bool {
         let x = u64::from_le_bytes(*word);
         // A byte below 0x20, and a byte equal to 0x7f (zero after the xor).
         let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGHS;
-        let del = (x ^ (ONES * 0x7f)).wrapping_sub(ONES) & !(x ^ (ONES * 0x7f)) & HIGHS;
+        let y = x ^ (ONES * 0x7f);
+        let del = y.wrapping_sub(ONES) & !y & HIGHS;
         if below_space | del != 0 && word.iter().any(is_control) {
             return true;
         }
