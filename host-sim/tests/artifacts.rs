@@ -162,6 +162,27 @@ fn failing_guests_get_500_or_503_and_the_host_goes_on() {
         }
         assert_eq!(expected.status(), if fixture == "loop" { 503 } else { 500 });
     }
+    // One ticker thread ticks a runtime's engine and its siblings', and
+    // goes on ticking them once that runtime is gone.
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(common::fixture("loop")), 2).unwrap();
+    let siblings = [runtime.sibling(&options, 2).unwrap(), runtime.sibling(&options, 2).unwrap()];
+    assert!(format!("{runtime:?}").contains("Ticker { engines: 3 }"), "{runtime:?}");
+    drop(runtime);
+    let (done, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for sibling in &siblings {
+            let mut reusable = Reusable::default();
+            let reused = sibling.decide_reused(&mut reusable, head, NOW as f64).unwrap_err();
+            let fresh = sibling.decide_fresh(head, NOW as f64).unwrap_err();
+            done.send((reused, fresh)).unwrap();
+        }
+    });
+    for _ in 0..2 {
+        // A guest nothing stops would loop for ever: fail instead.
+        let answer =
+            answers.recv_timeout(std::time::Duration::from_secs(10)).expect("the deadline stops the loop");
+        assert_eq!(answer, (GuestError::Deadline, GuestError::Deadline));
+    }
     // The eval binary reports them as lines and exits 0.
     let input = NO_TOKEN.repeat(2);
     let output = eval(&["--wasm", common::fixture("loop").to_str().unwrap(), "--deadline-ms", "20"], &input);

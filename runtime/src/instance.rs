@@ -79,7 +79,7 @@ pub struct Runtime {
     memory_cap: usize,
     deadline_ticks: Option<u64>,
     cpu_budget: std::time::Duration,
-    _ticker: Option<Ticker>,
+    _ticker: Option<Arc<Ticker>>,
     /// The instance the contract check made, kept for the first request
     /// (see [`Runtime::take_spare`]).
     spare: std::sync::Mutex<Option<Slot>>,
@@ -96,6 +96,7 @@ impl std::fmt::Debug for Runtime {
             .field("layout", &self.layout)
             .field("memory_cap", &self.memory_cap)
             .field("deadline_ticks", &self.deadline_ticks)
+            .field("ticker", &self._ticker)
             .finish_non_exhaustive()
     }
 }
@@ -282,8 +283,9 @@ impl Runtime {
     }
 
     /// Another runtime for the same module on an engine of its own (its own
-    /// instance pool, type registry and epoch ticker, with `slots` slots),
-    /// deciding with this runtime's fetched keys: for a serving thread whose
+    /// instance pool and type registry, with `slots` slots; its epoch ticked
+    /// by this runtime's ticker thread), deciding with this runtime's
+    /// fetched keys: for a serving thread whose
     /// instances then share nothing with another thread's (no lock, no
     /// counter that two cores pass back and forth). `options` must be the
     /// ones this runtime was loaded with.
@@ -303,7 +305,15 @@ impl Runtime {
             .map_err(|e| LoadError::Instantiate(one_line(&e)))?;
         let (mut sibling, _) = Prepared::new(&engine, &module)?.probe_instance(options)?;
         sibling.keys = self.keys.clone();
-        sibling.start_ticker(options)
+        match &self._ticker {
+            // One ticker thread for a runtime and all its siblings.
+            Some(ticker) => {
+                ticker.add(&sibling.engine);
+                sibling._ticker = Some(Arc::clone(ticker));
+                Ok(sibling)
+            }
+            None => sibling.start_ticker(options),
+        }
     }
 
     /// Starts the thread that ticks the epoch, without which no deadline
@@ -313,7 +323,7 @@ impl Runtime {
         if self._ticker.is_none()
             && let Some(period) = options.tick()
         {
-            self._ticker = Some(Ticker::start(&self.engine, period).map_err(LoadError::Ticker)?);
+            self._ticker = Some(Arc::new(Ticker::start(&self.engine, period).map_err(LoadError::Ticker)?));
         }
         Ok(self)
     }

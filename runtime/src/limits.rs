@@ -2,12 +2,12 @@
 //! CPU deadline (epoch interruption, counted on the thread's CPU clock),
 //! with the ticker thread that advances the epoch.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use wasmtime::{Engine, ResourceLimiter};
+use wasmtime::{Engine, EngineWeak, ResourceLimiter};
 
 /// What a Store carries: its limits, and the CPU clock of the call under way.
 #[derive(Debug)]
@@ -142,10 +142,13 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// A background thread that increments the engine's epoch every `period`,
-/// which is what makes deadlines fire. It stops when dropped.
-#[derive(Debug)]
+/// A background thread that increments the epoch of its engines every
+/// `period`, which is what makes deadlines fire. One thread serves a
+/// runtime and every sibling made from it ([`Ticker::add`]); an engine
+/// dropped elsewhere is forgotten at the next tick. It stops when dropped,
+/// that is when the last runtime sharing it is.
 pub struct Ticker {
+    engines: Arc<Mutex<Vec<EngineWeak>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -154,16 +157,39 @@ impl Ticker {
     /// Starts ticking `engine`'s epoch every `period`. Fails when the thread
     /// cannot be started: without it no deadline would ever fire.
     pub fn start(engine: &Engine, period: Duration) -> std::io::Result<Ticker> {
+        let engines = Arc::new(Mutex::new(vec![engine.weak()]));
         let stop = Arc::new(AtomicBool::new(false));
-        let engine = engine.clone();
-        let flag = Arc::clone(&stop);
+        let (ticked, flag) = (Arc::clone(&engines), Arc::clone(&stop));
         let thread = std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(period);
-                engine.increment_epoch();
+                lock(&ticked).retain(|weak| weak.upgrade().map(|engine| engine.increment_epoch()).is_some());
             }
         })?;
-        Ok(Ticker { stop, thread: Some(thread) })
+        Ok(Ticker { engines, stop, thread: Some(thread) })
+    }
+
+    /// Ticks `engine`'s epoch too, from the next tick on.
+    pub fn add(&self, engine: &Engine) {
+        lock(&self.engines).push(engine.weak());
+    }
+
+    /// How many engines it still ticks (an engine dropped since the last
+    /// tick is counted until that tick).
+    pub fn engines(&self) -> usize {
+        lock(&self.engines).len()
+    }
+}
+
+/// The list of engines; a panic while it was held (there is none to make)
+/// leaves a list that is still whole.
+fn lock(engines: &Mutex<Vec<EngineWeak>>) -> MutexGuard<'_, Vec<EngineWeak>> {
+    engines.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl std::fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticker").field("engines", &self.engines()).finish()
     }
 }
 
