@@ -36,11 +36,8 @@ const COMPLEMENTS: [u8; 256] = {
 };
 
 /// How many of `text`'s first bytes are in the base64url alphabet, counted
-/// in whole steps of eight (a `.` or any other byte ends the run). A scanner
-/// of tokens skips their plain stretches with it: eight bytes per loop
-/// round, so one back-edge (and one epoch check of a wasm host) per eight
-/// bytes instead of per byte.
-pub fn alphabet_run(text: &[u8]) -> usize {
+/// in whole steps of eight (a `.` or any other byte ends the run).
+fn alphabet_run(text: &[u8]) -> usize {
     let mut run = 0;
     for &[a, b, c, d, e, f, g, h] in text.as_chunks::<8>().0 {
         if value(a) | value(b) | value(c) | value(d) | value(e) | value(f) | value(g) | value(h) >= DOT {
@@ -49,6 +46,27 @@ pub fn alphabet_run(text: &[u8]) -> usize {
         run += 8;
     }
     run
+}
+
+/// Calls `visit` with the place and value of every byte of `text` that
+/// may be outside the base64url alphabet, in order, and stops at the first
+/// error it returns. A scanner of tokens skips their plain stretches with
+/// it: eight bytes per loop round (one back-edge, and one epoch check of a
+/// wasm host, per eight bytes instead of per byte); the eight bytes that
+/// end a stretch, and the last few, are visited one by one (those of the
+/// alphabet among them too), so every other byte is visited, in order.
+#[inline(always)] // each caller is the only one of its closure
+pub fn visit_others<E>(text: &[u8], mut visit: impl FnMut(usize, u8) -> Result<(), E>) -> Result<(), E> {
+    let mut at = 0;
+    while at < text.len() {
+        at += alphabet_run(&text[at..]);
+        let end = text.len().min(at + 8);
+        while at < end {
+            visit(at, text[at])?;
+            at += 1;
+        }
+    }
+    Ok(())
 }
 
 /// The text is not canonical base64url, or not the length asked for.
@@ -140,6 +158,42 @@ mod tests {
             let expected = if value(byte) < DOT { 16 } else { 8 };
             assert_eq!(alphabet_run(&text), expected, "byte {byte:#x}");
         }
+    }
+
+    /// Every byte outside the alphabet is visited, in order, whatever its
+    /// place; the plain stretches are skipped only in whole eights.
+    #[test]
+    fn visits_every_other_byte_in_order() {
+        let others = |text: &[u8]| {
+            let mut seen = std::vec::Vec::new();
+            let _ = visit_others(text, |at, b| {
+                if value(b) >= DOT {
+                    seen.push(at);
+                }
+                Ok::<(), ()>(())
+            });
+            seen
+        };
+        for len in 0..40 {
+            for place in 0..len {
+                for byte in [b'.', b'=', b' ', 0, 0x80, 0xff, b'+', b'/'] {
+                    let mut text = std::vec![b'a'; len];
+                    text[place] = byte;
+                    if len > 3 {
+                        text[len - 3] = b'.';
+                    }
+                    let expected: std::vec::Vec<usize> =
+                        (0..len).filter(|&i| value(text[i]) >= DOT).collect();
+                    assert_eq!(others(&text), expected, "{text:?}");
+                }
+            }
+        }
+        let first_error =
+            visit_others(
+                b"abcdefghijkl.mnop=qrs",
+                |at, b| if b == b'.' || b == b'=' { Err(at) } else { Ok(()) },
+            );
+        assert_eq!(first_error, Err(12));
     }
 
     #[test]

@@ -27,15 +27,13 @@ pub const TOKEN_CAPACITY: usize = crate::config::MAX_TOKEN_BYTES;
 /// RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
 pub fn is_b64token(token: &[u8]) -> bool {
     let body_len = token.len() - token.iter().rev().take_while(|&&b| b == b'=').count();
-    let mut rest = &token[..body_len];
     // The base64url stretches eight at a time, the other bytes one by one.
-    while let Some((&b, tail)) = rest.get(base64url::alphabet_run(rest)..).and_then(<[u8]>::split_first) {
-        if !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/')) {
-            return false;
-        }
-        rest = tail;
-    }
-    body_len > 0
+    let allowed =
+        |_, b: u8| match b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/') {
+            true => Ok(()),
+            false => Err(()),
+        };
+    body_len > 0 && base64url::visit_others(&token[..body_len], allowed).is_ok()
 }
 
 /// A parsed request head: slices of the input, nothing copied.

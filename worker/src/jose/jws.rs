@@ -29,21 +29,16 @@ use gateway_jose::base64url::{self, DOT};
 pub fn split(token: &[u8]) -> Result<CompactJws<'_>, Rejection> {
     let mut dots = [0usize; 2];
     let mut count = 0;
-    let mut i = 0;
     // Byte by byte in order, the plain stretches eight at a time.
-    while i < token.len() {
-        i += base64url::alphabet_run(&token[i..]);
-        let Some(&b) = token.get(i) else { break };
-        match base64url::value(b) {
-            0..DOT => {}
-            DOT => {
-                *dots.get_mut(count).ok_or(Rejection::MalformedToken)? = i;
-                count += 1;
-            }
-            _ => return Err(Rejection::BadEncoding),
+    base64url::visit_others(token, |i, b| match base64url::value(b) {
+        0..DOT => Ok(()),
+        DOT => {
+            *dots.get_mut(count).ok_or(Rejection::MalformedToken)? = i;
+            count += 1;
+            Ok(())
         }
-        i += 1;
-    }
+        _ => Err(Rejection::BadEncoding),
+    })?;
     if count != 2 {
         return Err(Rejection::MalformedToken);
     }
