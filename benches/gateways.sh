@@ -28,6 +28,10 @@
 #                     routed to the upstream: what Envoy's wasm host costs
 #                     before the filter's own work (forward case only; not
 #                     in the default set)
+#   envoy-floorr      the same for a reject: floor 2's calls, then the
+#                     filter's 401 for the reject case sent with
+#                     proxy_send_local_response, for every request (reject
+#                     case only; not in the default set)
 #   workerd-proxy     workerd running a trivial JavaScript fetch proxy
 #                     (benches/peers/workerd-proxy): the baseline that shows
 #                     what the shim costs workerd (forward case only)
@@ -180,7 +184,7 @@ for gateway in $gateways; do
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p)
+    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
       case $gateway in
@@ -234,7 +238,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -242,8 +246,17 @@ PY
   pid_of[$gateway]=$(started_pid)
 done
 
-# The cases a gateway runs: the baselines check nothing, so they have no reject.
-cases_of() { [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] || [[ $1 == *-floor* ]] && echo forward || echo "forward reject"; }
+# The cases a gateway runs: the baselines check nothing, so they have no
+# reject; the reject floor rejects everything, so it has no forward.
+cases_of() {
+  if [ "$1" = envoy-floorr ]; then
+    echo reject
+  elif [ "$1" = envoy-router ] || [ "$1" = workerd-proxy ] || [[ $1 == *-floor* ]]; then
+    echo forward
+  else
+    echo "forward reject"
+  fi
+}
 
 # One oha run; prints "achieved p50 p99 p99.9 expected% responses" (ms).
 # An empty rate runs closed loop (as fast as the gateway answers).

@@ -11,72 +11,13 @@
 //
 // TOKEN: `target/release/host-sim token --aud orders --sub load --exp-in 3600`
 // (a forward), or the same with another token's signature (a reject).
-import { readFileSync } from "node:fs";
+import { benchmarkRequest, loadFilter } from "./host.mjs";
 
 const [, , wasmPath, token] = process.argv;
 if (!wasmPath || !token) throw new Error("usage: count.mjs FILTER.wasm TOKEN");
-const encoder = new TextEncoder();
 const counts = new Map();
-let exports;
-const view = () => new DataView(exports.memory.buffer);
-
-/** Copies `bytes` into the module through its allocator, as Envoy does for a returned buffer. */
-function give(bytes, dataPtr, sizePtr) {
-  counts.set("allocation callbacks", (counts.get("allocation callbacks") ?? 0) + 1);
-  const at = exports.malloc(bytes.length) >>> 0;
-  new Uint8Array(exports.memory.buffer, at, bytes.length).set(bytes);
-  view().setUint32(dataPtr, at, true);
-  view().setUint32(sizePtr, bytes.length, true);
-  return 0;
-}
-
-/** A header map in proxy-wasm's serialization. */
-function serialize(fields) {
-  const parts = fields.map(([n, v]) => [encoder.encode(n), encoder.encode(v)]);
-  const out = new Uint8Array(4 + parts.length * 8 + parts.reduce((a, [n, v]) => a + n.length + v.length + 2, 0));
-  const d = new DataView(out.buffer);
-  d.setUint32(0, parts.length, true);
-  let at = 4;
-  for (const [n, v] of parts) {
-    d.setUint32(at, n.length, true);
-    d.setUint32(at + 4, v.length, true);
-    at += 8;
-  }
-  for (const [n, v] of parts) {
-    out.set(n, at);
-    out.set(v, at + n.length + 1);
-    at += n.length + v.length + 2;
-  }
-  return out;
-}
-
-// The request the side-by-side benchmark sends, as Envoy's header map holds it.
-const request = [
-  [":authority", "127.0.0.1:10000"], [":path", "/orders/1?q=load"], [":method", "GET"], [":scheme", "http"],
-  ["user-agent", "oha/1.16.0"], ["accept", "*/*"], ["authorization", `Bearer ${token}`],
-];
-const host = {
-  proxy_get_header_map_pairs: (_type, dataPtr, sizePtr) => give(serialize(request), dataPtr, sizePtr),
-  proxy_get_property: (pathPtr, pathLen, dataPtr, sizePtr) => {
-    const path = new TextDecoder().decode(new Uint8Array(exports.memory.buffer, pathPtr, pathLen));
-    // A plain-text connection has no TLS version: NotFound (1).
-    return path === "source\0address" ? give(encoder.encode("127.0.0.1:50000"), dataPtr, sizePtr) : 1;
-  },
-  proxy_get_current_time_nanoseconds: (ptr) => (view().setBigUint64(ptr, BigInt(Date.now()) * 1000000n, true), 0),
-};
-const imports = new Proxy({}, {
-  get: (_, name) => (...args) => {
-    counts.set(name, (counts.get(name) ?? 0) + 1);
-    return host[name] ? host[name](...args) : 0;
-  },
-});
-exports = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), { env: imports }).exports;
-// The VM's start and its root context, as Envoy makes them: each call only
-// when the module exports it.
-exports._initialize?.();
-exports.proxy_on_context_create?.(1, 0);
-exports.proxy_on_vm_start?.(1, 0);
-exports.proxy_on_configure?.(1, 0);
+const request = benchmarkRequest(token);
+const exports = loadFilter(wasmPath, request, (name) => counts.set(name, (counts.get(name) ?? 0) + 1));
 counts.clear();
 
 const stream = [
