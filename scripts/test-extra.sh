@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 echo "==> node --test deploy/workerd/test/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 deploy/workerd/test/
 
+# deploy/envoy: the filter's own code without Envoy (its HMAC-SHA256, sha2's
+# SIMD backend, at every signing-input length against node:crypto).
+echo "==> node --test deploy/envoy/test/"
+node --test deploy/envoy/test/
+
 # testkit/conformance: the forwarding, attack and policy corpora (committed
 # data files) over real HTTP through every host (workerd, host-sim serve,
 # Envoy with the gateway filter) to a recording upstream.

@@ -11,7 +11,7 @@
 //
 // TOKEN: `target/release/host-sim token --aud orders --sub load --exp-in 3600`
 // (a forward), or the same with another token's signature (a reject).
-import { benchmarkRequest, loadFilter } from "./host.mjs";
+import { benchmarkRequest, loadFilter } from "../../../deploy/envoy/mock-host.mjs";
 
 const [, , wasmPath, token] = process.argv;
 if (!wasmPath || !token) throw new Error("usage: count.mjs FILTER.wasm TOKEN");

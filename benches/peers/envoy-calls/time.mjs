@@ -1,7 +1,7 @@
 // The Envoy filter's own work per request, in Node.js's V8: the calls
 // Envoy makes into the module for one stream's request headers (context
 // create, request headers, delete: each when exported), repeated, with the
-// host's calls answered by host.mjs. The host here is JavaScript, so the
+// host's calls answered by deploy/envoy/mock-host.mjs. The host is JavaScript, so the
 // figures leave out what Envoy's host calls cost (benches/gateways.sh's
 // envoy-floor gateways measure those); they compare filters side by side.
 //
@@ -11,7 +11,7 @@
 // request and its ratio to the first. TOKEN as for count.mjs: a valid token
 // (a forward; a reused instance's cache hit after the first) or one with
 // another token's signature (a reject, the whole HMAC check every time).
-import { benchmarkRequest, loadFilter } from "./host.mjs";
+import { benchmarkRequest, loadFilter } from "../../../deploy/envoy/mock-host.mjs";
 
 const [, , token, ...wasmPaths] = process.argv;
 if (!token || wasmPaths.length === 0) throw new Error("usage: time.mjs TOKEN A.wasm [B.wasm ...]");

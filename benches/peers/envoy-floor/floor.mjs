@@ -22,7 +22,7 @@
 // The text is WebAssembly's; binaryen's wasm-as (node_modules) assembles it.
 import { writeFileSync } from "node:fs";
 
-import { serialize } from "../envoy-calls/host.mjs";
+import { serialize } from "../../../deploy/envoy/mock-host.mjs";
 
 const [, , levelArg, out] = process.argv;
 if (!["0", "1", "2", "3", "3p", "r"].includes(levelArg) || !out) throw new Error("usage: floor.mjs LEVEL(0, 1, 2, 3, 3p, r) OUT.wat");
@@ -59,7 +59,7 @@ for (const [name, text] of Object.entries(strings)) {
 }
 // Level 3p's header map: the forwarded request's fields, serialized as
 // proxy-wasm does (a count, each name's and value's length, then each name
-// and value followed by a NUL; host.mjs's `serialize`).
+// and value followed by a NUL; deploy/envoy/mock-host.mjs's `serialize`).
 const forwarded = [
   [":authority", "127.0.0.1:10000"], [":path", "/orders/1?q=load"], [":method", "GET"], [":scheme", "http"],
   ["user-agent", "oha/1.16.0"], ["accept", "*/*"], ["x-forwarded-for", "127.0.0.1"],

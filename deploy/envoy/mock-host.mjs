@@ -1,10 +1,12 @@
-// A proxy-wasm host in Node.js for the Envoy filter, as much of one as the
-// benchmark's request needs: the request's header map in proxy-wasm's
+// A proxy-wasm host in Node.js for the Envoy filter, as much of one as a
+// single request needs: the request's header map in proxy-wasm's
 // serialization, the two connection properties the filter reads (a
 // plain-text connection from 127.0.0.1:50000) and the clock, each buffer
 // handed over through the module's `malloc`, as Envoy does. Every other
-// host call answers Ok (0). `count.mjs` counts the calls through it,
-// `time.mjs` times the filter with it.
+// host call answers Ok (0) and is seen by the caller's `onCall`. The
+// benchmarks count the calls through it (benches/peers/envoy-calls/count.mjs)
+// and time filters with it (time.mjs); test/ drives the filter's own code
+// with it, without Envoy.
 import { readFileSync } from "node:fs";
 
 const encoder = new TextEncoder();
@@ -37,10 +39,18 @@ export function benchmarkRequest(token) {
   ];
 }
 
+/** Each module compiled once, whatever the number of instances made of it. */
+const modules = new Map();
+function compiled(wasmPath) {
+  if (!modules.has(wasmPath)) modules.set(wasmPath, new WebAssembly.Module(readFileSync(wasmPath)));
+  return modules.get(wasmPath);
+}
+
 /**
  * Instantiates the filter at `wasmPath` for `request` (its fields) and
  * starts its VM and root context as Envoy does (each call only when the
- * module exports it). `onCall(name)` sees every host call by name.
+ * module exports it). `onCall(name, args)` sees every host call, by name
+ * and with its arguments.
  */
 export function loadFilter(wasmPath, request, onCall = () => {}) {
   let exports;
@@ -66,11 +76,11 @@ export function loadFilter(wasmPath, request, onCall = () => {}) {
   };
   const imports = new Proxy({}, {
     get: (_, name) => (...args) => {
-      onCall(name);
+      onCall(name, args);
       return host[name] ? host[name](...args) : 0;
     },
   });
-  exports = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(wasmPath)), { env: imports }).exports;
+  exports = new WebAssembly.Instance(compiled(wasmPath), { env: imports }).exports;
   exports._initialize?.();
   exports.proxy_on_context_create?.(1, 0);
   exports.proxy_on_vm_start?.(1, 0);
