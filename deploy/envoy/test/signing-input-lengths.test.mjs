@@ -20,11 +20,12 @@ const FILTER = join(ROOT, "target", "fixture", "gateway-envoy.wasm");
 /** The status of the filter's local response to `token`, or 200 when it sends none (a forward). */
 function decide(token) {
   let status = 200;
-  const filter = loadFilter(FILTER, benchmarkRequest(token), (name, args) => {
+  const request = benchmarkRequest(token);
+  const filter = loadFilter(FILTER, request, (name, args) => {
     if (name === "proxy_send_local_response") status = args[0];
   });
   filter.proxy_on_context_create?.(2, 1);
-  filter.proxy_on_request_headers(2, 7, 1);
+  filter.proxy_on_request_headers(2, request.length, 1);
   return status;
 }
 
