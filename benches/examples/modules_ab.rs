@@ -10,7 +10,7 @@
 //! cargo build --release -p gateway-benches --example modules_ab
 //! target/release/examples/modules_ab ROUNDS BATCH A.wasm B.wasm...
 //! ```
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(missing_docs)]
 
 use std::time::Instant;
 
@@ -25,12 +25,33 @@ fn quartile_and_median(mut samples: Vec<f64>) -> (f64, f64) {
     (samples[samples.len() / 4], samples[samples.len() / 2])
 }
 
+/// Stops with one line naming the module that cannot be run, and why.
+fn fail(path: &str, error: &dyn std::fmt::Display) -> ! {
+    eprintln!("error: {path}: {error}");
+    std::process::exit(1);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let rounds: usize = args[1].parse().expect("ROUNDS");
-    let batch: usize = args[2].parse().expect("BATCH");
-    let paths = &args[3..];
-    let config = gateway_config::load(std::path::Path::new("gateway.toml")).unwrap();
+    let numbers = (
+        args.get(1).and_then(|a| a.parse::<usize>().ok()),
+        args.get(2).and_then(|a| a.parse::<usize>().ok()),
+    );
+    let (Some(rounds @ 1..), Some(batch @ 4..), [_, _, _, paths @ ..]) =
+        (numbers.0, numbers.1, args.as_slice())
+    else {
+        eprintln!("usage: modules_ab ROUNDS BATCH A.wasm [B.wasm...]   (ROUNDS >= 1, BATCH >= 4 requests)");
+        std::process::exit(2);
+    };
+    if paths.is_empty() {
+        eprintln!("usage: modules_ab ROUNDS BATCH A.wasm [B.wasm...]: name at least one module");
+        std::process::exit(2);
+    }
+    // Run from the workspace root: the mix is minted with gateway.toml's key.
+    let config = gateway_config::load(std::path::Path::new("gateway.toml")).unwrap_or_else(|e| {
+        eprintln!("error: {e} (run from the workspace root)");
+        std::process::exit(1);
+    });
     let now = runtime::unix_now() as u64;
     let requests = Mix::new(&config, now, 7).generate(4096);
     let now = now as f64;
@@ -38,9 +59,13 @@ fn main() {
     let runtimes: Vec<Runtime> = paths
         .iter()
         .map(|path| {
-            let engine = Engine::new(&engine::config(&options, 4)).unwrap();
-            let module = Module::new(&engine, std::fs::read(path).unwrap()).unwrap();
-            Prepared::new(&engine, &module).unwrap().probe(&options).unwrap().start_ticker(&options).unwrap()
+            let engine = Engine::new(&engine::config(&options, 4)).unwrap_or_else(|e| fail(path, &e));
+            let bytes = std::fs::read(path).unwrap_or_else(|e| fail(path, &e));
+            let module = Module::new(&engine, bytes).unwrap_or_else(|e| fail(path, &e));
+            Prepared::new(&engine, &module)
+                .and_then(|prepared| prepared.probe(&options))
+                .and_then(|runtime| runtime.start_ticker(&options))
+                .unwrap_or_else(|e| fail(path, &e))
         })
         .collect();
     let mut slots: Vec<Reusable> = paths.iter().map(|_| Reusable::default()).collect();
@@ -57,12 +82,16 @@ fn main() {
             let batch_requests = requests.iter().cycle().skip(start).take(batch);
             let t = Instant::now();
             for request in batch_requests.clone() {
-                runtime.decide_reused(&mut slots[i], request.head.as_bytes(), now).unwrap();
+                if let Err(e) = runtime.decide_reused(&mut slots[i], request.head.as_bytes(), now) {
+                    fail(&paths[i], &e);
+                }
             }
             reused[i].push(t.elapsed().as_secs_f64() * 1e6 / batch as f64);
             let t = Instant::now();
             for request in batch_requests.take(batch / 4) {
-                runtime.decide_fresh(request.head.as_bytes(), now).unwrap();
+                if let Err(e) = runtime.decide_fresh(request.head.as_bytes(), now) {
+                    fail(&paths[i], &e);
+                }
             }
             fresh[i].push(t.elapsed().as_secs_f64() * 1e6 / (batch / 4) as f64);
         }
