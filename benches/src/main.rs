@@ -52,6 +52,14 @@ enum Command {
         #[arg(long)]
         only: Option<String>,
     },
+    /// Modules side by side, measured interleaved as `paired` measures: each
+    /// decides the request mix in a reused instance and in fresh ones, with
+    /// the deadline on; each figure's ratio to the first module's.
+    Modules {
+        /// The modules (.wasm), the first the one the others are compared with.
+        #[arg(required = true)]
+        wasm: Vec<PathBuf>,
+    },
     /// An open-loop HTTP load at a fixed rate; latency from each request's
     /// scheduled start as well as its round trip.
     Load(load::LoadArgs),
@@ -70,6 +78,7 @@ fn main() -> ExitCode {
         Command::Corpus { file } => write_corpus(&file),
         Command::Latency { file } => latency(&file),
         Command::Paired { file, only } => paired::run(&file, only.as_deref()),
+        Command::Modules { wasm } => paired::modules(&wasm),
         Command::Load(args) => load::run(&args),
         Command::Report { dir, out } => report::run(&dir, &out),
     }

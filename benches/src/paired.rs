@@ -1,4 +1,6 @@
-//! `bench-tool paired FILE`: A/B comparisons measured interleaved. Criterion
+//! `bench-tool paired FILE`: A/B comparisons measured interleaved, and
+//! `bench-tool modules A.wasm B.wasm...`: modules compared the same way, by
+//! hand, for levers of a few percent. Criterion
 //! measures one benchmark after another, so on a shared machine a change of
 //! load between two of them shows up as a difference between them. Here the
 //! contenders of a comparison take turns: 301 rounds of one short batch each
@@ -187,6 +189,47 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
 
     std::fs::write(path, serde_json::to_string_pretty(&all).expect("JSON")).expect("write");
     eprintln!("wrote {}", path.display());
+    std::process::ExitCode::SUCCESS
+}
+
+/// `bench-tool modules`: each module at `paths` decides the request mix in
+/// a reused instance, then in fresh ones, in turns with the others (one
+/// comparison per mode); prints each figure and its ratio to the first
+/// module's. Runs from the workspace root (the mix is gateway.toml's).
+pub fn modules(paths: &[std::path::PathBuf]) -> std::process::ExitCode {
+    if let Some(missing) = paths.iter().find(|path| !path.is_file()) {
+        eprintln!("error: {}: no such module", missing.display());
+        return std::process::ExitCode::FAILURE;
+    }
+    let heads = corpus::heads(&corpus::mix());
+    // Each checked against the mix's cases before anything is timed; named
+    // by its place too, so that two copies of one module are two contenders.
+    let runtimes: Vec<(String, Runtime)> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| (format!("{}:{}", i + 1, path.display()), Setup::Deadline.load_module(path)))
+        .collect();
+    let mut all = BTreeMap::new();
+    compare(
+        &mut all,
+        runtimes.iter().map(|(name, rt)| reuse(id("modules/reuse", name), rt, &heads)).collect(),
+    );
+    compare(
+        &mut all,
+        runtimes.iter().map(|(name, rt)| fresh(id("modules/fresh", name), rt, &heads)).collect(),
+    );
+    let figure = |group: &str, name: &str| all[&id(group, name)];
+    let first = &runtimes[0].0;
+    println!("| module | reused, ns | | fresh, ns | |");
+    println!("|---|---:|---:|---:|---:|");
+    for (name, _) in &runtimes {
+        let (reused, fresh) = (figure("modules/reuse", name), figure("modules/fresh", name));
+        println!(
+            "| {name} | {reused:.0} | {:.3}x | {fresh:.0} | {:.3}x |",
+            reused / figure("modules/reuse", first),
+            fresh / figure("modules/fresh", first)
+        );
+    }
     std::process::ExitCode::SUCCESS
 }
 
