@@ -54,7 +54,8 @@ enum Command {
     },
     /// Modules side by side, measured interleaved as `paired` measures: each
     /// decides the request mix in a reused instance and in fresh ones, with
-    /// the deadline on; each figure's ratio to the first module's.
+    /// the deadline on; each figure's ratio to the first module's, and a
+    /// control (the first module again) that shows the run's resolution.
     Modules {
         /// The modules (.wasm), the first the one the others are compared with.
         #[arg(required = true)]

@@ -195,7 +195,11 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
 /// `bench-tool modules`: each module at `paths` decides the request mix in
 /// a reused instance, then in fresh ones, in turns with the others (one
 /// comparison per mode); prints each figure and its ratio to the first
-/// module's. Runs from the workspace root (the mix is gateway.toml's).
+/// module's. The first module is loaded twice: its second runtime, the
+/// control, differs from it only by where its engine and pool sit, so the
+/// control's ratio is the run's resolution (on a shared machine two runtimes
+/// of one module have differed by up to 16% in fresh instances). Runs from
+/// the workspace root (the mix is gateway.toml's).
 pub fn modules(paths: &[std::path::PathBuf]) -> std::process::ExitCode {
     if let Some(missing) = paths.iter().find(|path| !path.is_file()) {
         eprintln!("error: {}: no such module", missing.display());
@@ -204,11 +208,13 @@ pub fn modules(paths: &[std::path::PathBuf]) -> std::process::ExitCode {
     let heads = corpus::heads(&corpus::mix());
     // Each checked against the mix's cases before anything is timed; named
     // by its place too, so that two copies of one module are two contenders.
-    let runtimes: Vec<(String, Runtime)> = paths
+    let mut runtimes: Vec<(String, Runtime)> = paths
         .iter()
         .enumerate()
         .map(|(i, path)| (format!("{}:{}", i + 1, path.display()), Setup::Deadline.load_module(path)))
         .collect();
+    let control = format!("control:{}", paths[0].display());
+    runtimes.push((control.clone(), Setup::Deadline.load_module(&paths[0])));
     let mut all = BTreeMap::new();
     compare(
         &mut all,
@@ -230,6 +236,13 @@ pub fn modules(paths: &[std::path::PathBuf]) -> std::process::ExitCode {
             fresh / figure("modules/fresh", first)
         );
     }
+    let spread = |group: &str| 100.0 * (figure(group, &control) / figure(group, first) - 1.0).abs();
+    println!(
+        "\nThe control (the first module in a second runtime) is {:.1}% off reused and {:.1}% off fresh: \
+         differences smaller than that are this run's noise.",
+        spread("modules/reuse"),
+        spread("modules/fresh")
+    );
     std::process::ExitCode::SUCCESS
 }
 

@@ -18,7 +18,7 @@ pub const SHIPPED: &str = "a3-compact-oz";
 pub const VARIANTS: [Variant; 10] = [
     Variant {
         name: "a1-compact-raw",
-        how: "`cargo worker-wasm`: opt-level z, LTO, 1 CGU, panic abort, strip; sha2 compact; 32 KiB stack",
+        how: "`cargo worker-wasm`: opt-level z (httparse 3, sha2 s), LTO, 1 CGU, panic abort, strip; sha2 compact; 32 KiB stack",
     },
     Variant {
         name: "a2-compact-stripped",
