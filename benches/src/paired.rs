@@ -1,13 +1,13 @@
 //! `bench-tool paired FILE`: A/B comparisons measured interleaved, and
 //! `bench-tool modules A.wasm B.wasm...`: modules compared the same way, by
-//! hand, for levers of a few percent. Criterion
-//! measures one benchmark after another, so on a shared machine a change of
-//! load between two of them shows up as a difference between them. Here the
-//! contenders of a comparison take turns: 301 rounds of one short batch each
-//! (about 1 ms, after an untimed warm-up of a fifth of that), so drift hits
-//! all of them alike. Each contender's figure is the lower quartile of its
-//! batch means: a batch that another process preempted (a time slice is a
-//! few ms) is slower, never faster, so the low side is the undisturbed cost.
+//! hand, for levers of a few percent. Criterion measures one benchmark after
+//! another, so on a shared machine a change of load between two of them
+//! shows up as a difference between them. Here the contenders of a
+//! comparison take turns: 301 rounds of one short batch each (about 1 ms,
+//! after an untimed warm-up of a fifth of that), so drift hits all of them
+//! alike. Each contender's figure is the lower quartile of its batch means: a
+//! batch that another process preempted (a time slice is a few ms) is
+//! slower, never faster, so the low side is the undisturbed cost.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -208,13 +208,19 @@ pub fn modules(paths: &[std::path::PathBuf]) -> std::process::ExitCode {
     let heads = corpus::heads(&corpus::mix());
     // Each checked against the mix's cases before anything is timed; named
     // by its place too, so that two copies of one module are two contenders.
-    let mut runtimes: Vec<(String, Runtime)> = paths
-        .iter()
-        .enumerate()
-        .map(|(i, path)| (format!("{}:{}", i + 1, path.display()), Setup::Deadline.load_module(path)))
-        .collect();
     let control = format!("control:{}", paths[0].display());
-    runtimes.push((control.clone(), Setup::Deadline.load_module(&paths[0])));
+    let named = paths.iter().enumerate().map(|(i, path)| (format!("{}:{}", i + 1, path.display()), path));
+    let loaded: Result<Vec<(String, Runtime)>, String> = named
+        .chain([(control.clone(), &paths[0])])
+        .map(|(name, path)| Setup::Deadline.try_load_module(path).map(|runtime| (name, runtime)))
+        .collect();
+    let runtimes = match loaded {
+        Ok(runtimes) => runtimes,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     let mut all = BTreeMap::new();
     compare(
         &mut all,
