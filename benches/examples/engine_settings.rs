@@ -11,15 +11,19 @@
 //! $T warm WASM ROUNDS N VARIANT...   reuse and fresh latency per variant, blocks of N requests
 //! $T compile WASM ROUNDS VARIANT...  Module::new + contract check + first request (µs)
 //! $T checks WASM ROUNDS              the runtime's .cwasm loader against bare deserialize_file
+//! $T load WASM ROUNDS                Runtime::load from a .cwasm with each MemoryReset (µs)
 //! $T pre WASM ROUNDS                 the contract check + InstancePre against InstancePre alone
 //! $T faults WASM ROUNDS VARIANT      minor page faults per cold-start step
 //! ```
 //!
-//! Variants join changes with `+`: base (the runtime's settings), addrmap and
+//! Variants join changes with `+`: base (the runtime's settings; the memory
+//! reset whole, as `MemoryReset::BySize` does for a memory of 128 KiB), addrmap and
 //! unwind (what the runtime turns off), noaddr, nounwind, nocow, cow, memfd,
 //! nolazytable, optnone, optspeed, optsize, singlepass, winch, noepoch, nosignals,
-//! nospectre, inline, nobulk, stack1m, perfmap; a `@mem` suffix (cold) loads
-//! the .cwasm with `Module::deserialize` from memory instead of the file.
+//! nospectre, inline, nobulk, stack1m, perfmap, and the pool's pagemap
+//! (memory reset through PAGEMAP_SCAN), keepNk (N KiB of memory kept
+//! resident) and tablekeepNk (N KiB of table); a `@mem` suffix (cold) loads the .cwasm with `Module::deserialize` from
+//! memory instead of the file.
 #![allow(unsafe_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -28,7 +32,9 @@ use runtime::engine;
 use runtime::{Compiler, EngineOptions, Prepared, Reusable, Runtime};
 use wasmtime::{Config, Engine, Module, OptLevel, RegallocAlgorithm};
 
-fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions) {
+fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions, slots: u32) {
+    // The pool's settings, changed by the pool tweaks and installed at the end.
+    let mut pool = None;
     for part in name.split('+') {
         match part {
             "base" => {}
@@ -104,17 +110,31 @@ fn tweak(name: &str, c: &mut Config, o: &mut EngineOptions) {
             "perfmap" => {
                 c.profiler(wasmtime::ProfilingStrategy::PerfMap);
             }
+            // Takes effect through the options, when `setup` builds the
+            // config again.
+            "pagemap" => o.memory_reset = runtime::MemoryReset::Written,
+            keep if keep.starts_with("tablekeep") && keep.ends_with('k') => {
+                let kib: usize = keep["tablekeep".len()..keep.len() - 1].parse().expect("tablekeepNk");
+                pool.get_or_insert_with(|| engine::pool(o, slots)).table_keep_resident(kib << 10);
+            }
+            keep if keep.starts_with("keep") && keep.ends_with('k') => {
+                let kib: usize = keep["keep".len()..keep.len() - 1].parse().expect("keepNk");
+                pool.get_or_insert_with(|| engine::pool(o, slots)).linear_memory_keep_resident(kib << 10);
+            }
             other => panic!("unknown tweak {other}"),
         }
+    }
+    if let Some(pool) = pool {
+        c.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
     }
 }
 
 fn setup(name: &str, slots: u32) -> (Engine, EngineOptions) {
     let mut o = EngineOptions::default();
     let mut probe = engine::config(&o, slots);
-    tweak(name, &mut probe, &mut o);
+    tweak(name, &mut probe, &mut o, slots);
     let mut c = engine::config(&o, slots);
-    tweak(name, &mut c, &mut o);
+    tweak(name, &mut c, &mut o, slots);
     (Engine::new(&c).expect(name), o)
 }
 
@@ -296,6 +316,29 @@ fn main() {
                 }
                 let b = t.elapsed().as_secs_f64() * 1e6 / rounds as f64;
                 println!("Prepared::new {a:.2} us, Linker::new + instantiate_pre {b:.2} us");
+            }
+        }
+        "load" => {
+            // Runtime::load from a .cwasm, as a command starts, with the
+            // memory reset chosen by the module's size (which for a module
+            // larger than 128 KiB builds a second engine) and fixed.
+            let (e, _) = setup("base", 1);
+            let path = std::path::PathBuf::from(scratch("load.cwasm"));
+            std::fs::write(&path, Module::new(&e, &wasm).unwrap().serialize().unwrap()).unwrap();
+            let source = runtime::ModuleSource::Cwasm(path);
+            let resets =
+                [runtime::MemoryReset::BySize, runtime::MemoryReset::Whole, runtime::MemoryReset::Written];
+            let mut times: Vec<Vec<Duration>> = resets.iter().map(|_| vec![]).collect();
+            for _ in 0..rounds {
+                for (reset, times) in resets.iter().zip(&mut times) {
+                    let options = EngineOptions { memory_reset: *reset, ..EngineOptions::default() };
+                    let t = Instant::now();
+                    drop(Runtime::load(&options, &source, 1).unwrap());
+                    times.push(t.elapsed());
+                }
+            }
+            for (reset, times) in resets.iter().zip(times) {
+                println!("Runtime::load, {reset:?}: {:.1} us", median(times));
             }
         }
         "checks" => {

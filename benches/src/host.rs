@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use runtime::{Compiler, EngineOptions, ModuleSource, Reusable, Runtime};
+use runtime::{Compiler, EngineOptions, MemoryReset, ModuleSource, Reusable, Runtime};
 
 use crate::corpus::{self, NOW};
 use crate::paths::{module_path, variants_path};
@@ -26,6 +26,9 @@ pub enum Setup {
     Winch,
     /// wasmtime's on-demand allocator instead of the pool.
     OnDemand,
+    /// A dropped instance's memory reset page by page through Linux's
+    /// `PAGEMAP_SCAN` instead of whole (what resetting it whole saves).
+    PagemapScan,
 }
 
 impl Setup {
@@ -37,6 +40,7 @@ impl Setup {
             Setup::NoDeadline => EngineOptions { no_deadline: true, ..defaults },
             Setup::Winch => EngineOptions { strategy: Compiler::Winch, ..defaults },
             Setup::OnDemand => EngineOptions { on_demand: true, ..defaults },
+            Setup::PagemapScan => EngineOptions { memory_reset: MemoryReset::Written, ..defaults },
         }
     }
 

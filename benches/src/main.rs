@@ -48,7 +48,7 @@ enum Command {
     Paired {
         /// Where to write them.
         file: PathBuf,
-        /// Only this comparison (`fetched_keys`, `rules`), for a quick look.
+        /// Only this comparison (`instances`, `fetched_keys`, `rules`), for a quick look.
         #[arg(long)]
         only: Option<String>,
     },

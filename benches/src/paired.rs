@@ -106,17 +106,44 @@ fn fresh<'a>(id: String, runtime: &'a Runtime, heads: &'a [Vec<u8>]) -> Contende
     )
 }
 
-/// The setups compared in the reuse and fresh groups.
+/// The setups compared in the reuse and fresh groups. The control is the
+/// defaults again in a runtime of their own: how far it lands from the
+/// first is the run's resolution (two runtimes of one setup differ only in
+/// where their engine, code and pool sit).
 fn setups(group: &str) -> Vec<(String, Setup)> {
     let mut setups = vec![
         (id(group, "jit_deadline"), Setup::Deadline),
         (id(group, "jit_no_deadline"), Setup::NoDeadline),
         (id(group, "cwasm_deadline"), Setup::Cwasm),
+        (id(group, "jit_deadline_control"), Setup::Deadline),
     ];
     if group == "interleaved/reuse" {
         setups.push((id(group, "winch_deadline"), Setup::Winch));
+    } else {
+        // Resetting a dropped instance's memory matters to fresh ones only.
+        setups.push((id(group, "jit_pagemap_scan"), Setup::PagemapScan));
     }
     setups
+}
+
+/// The host's defaults against one setting changed, and against a control;
+/// one runtime each, in reused and then in fresh instances.
+fn instances(all: &mut BTreeMap<String, f64>, heads: &[Vec<u8>]) {
+    for group in ["interleaved/reuse", "interleaved/fresh"] {
+        let runtimes: Vec<(String, Runtime)> =
+            setups(group).into_iter().map(|(id, s)| (id, s.load())).collect();
+        let contenders = runtimes
+            .iter()
+            .map(|(id, runtime)| {
+                if group == "interleaved/reuse" {
+                    reuse(id.clone(), runtime, heads)
+                } else {
+                    fresh(id.clone(), runtime, heads)
+                }
+            })
+            .collect();
+        compare(all, contenders);
+    }
 }
 
 /// Runs every comparison (or only `only`) and writes `{id: ns}` to `path`.
@@ -126,10 +153,11 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
     let mut all = BTreeMap::new();
     if let Some(only) = only {
         match only {
+            "instances" => instances(&mut all, &heads),
             "fetched_keys" => fetched_keys(&mut all),
             "rules" => rules(&mut all, &heads),
             other => {
-                eprintln!("error: --only {other:?}: fetched_keys or rules");
+                eprintln!("error: --only {other:?}: instances, fetched_keys or rules");
                 return std::process::ExitCode::FAILURE;
             }
         }
@@ -138,22 +166,7 @@ pub fn run(path: &std::path::Path, only: Option<&str>) -> std::process::ExitCode
         return std::process::ExitCode::SUCCESS;
     }
 
-    // The host's defaults against one setting changed; one runtime each.
-    for group in ["interleaved/reuse", "interleaved/fresh"] {
-        let runtimes: Vec<(String, Runtime)> =
-            setups(group).into_iter().map(|(id, s)| (id, s.load())).collect();
-        let contenders = runtimes
-            .iter()
-            .map(|(id, runtime)| {
-                if group == "interleaved/reuse" {
-                    reuse(id.clone(), runtime, &heads)
-                } else {
-                    fresh(id.clone(), runtime, &heads)
-                }
-            })
-            .collect();
-        compare(&mut all, contenders);
-    }
+    instances(&mut all, &heads);
 
     // The size-table variants (built by benches/run.sh), all in one comparison.
     let variant_path = |name: &str| variants_path(&format!("{name}.wasm"));

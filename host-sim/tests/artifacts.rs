@@ -1,7 +1,8 @@
 //! Loading: compile to .cwasm and run from it; refusing truncated or
 //! mismatched artifacts and modules that break the contract, each with a
 //! one-line error and a non-zero exit; guests that loop, trap or outgrow
-//! their memory answered 503/500 while the host goes on.
+//! their memory answered 503/500 while the host goes on; a fresh instance's
+//! memory as the module starts it.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use common::NOW;
-use runtime::{EngineOptions, ModuleSource};
+use runtime::{EngineOptions, MemoryReset, ModuleSource};
 use runtime::{GuestError, LoadError};
 use runtime::{Reusable, Runtime};
 
@@ -204,4 +205,51 @@ fn a_full_pool_is_no_slot_matched_by_the_errors_type() {
     assert_eq!(runtime.decide_fresh(head, NOW as f64).unwrap_err(), GuestError::NoSlot);
     reusable.discard();
     assert_eq!(runtime.decide_fresh(head, NOW as f64).map(|d| d.status()), Ok(401));
+}
+
+/// A fresh instance starts from the module's own memory whatever the
+/// instance before it in the same slot wrote (its data, the first pages'
+/// edges, its last word, a page it grew), whether the pool resets the memory whole or page by page
+/// through `PAGEMAP_SCAN`, and for a memory of the default module's size
+/// (2 pages) or larger (3), for which `MemoryReset::BySize` chooses
+/// differently; a reused instance keeps what it wrote, so the fixture's
+/// check can fail.
+#[test]
+fn a_fresh_instance_sees_nothing_the_one_before_it_wrote() {
+    let head = b"GET / HTTP/1.1\r\n\r\n";
+    let status = |outcome: runtime::Outcome| outcome.map(|decision| decision.status());
+    let source = std::fs::read_to_string(common::fixture_source("remember")).unwrap();
+    let dir = common::scratch("remember");
+    for pages in [2, 3] {
+        let wasm = dir.join(format!("remember-{pages}.wasm"));
+        let text = source
+            .replace("(memory (export \"memory\") 2)", &format!("(memory (export \"memory\") {pages})"))
+            .replace("(memory.size) (i32.const 2)", &format!("(memory.size) (i32.const {pages})"))
+            .replace("131068", &(pages * 65536 - 4).to_string());
+        std::fs::write(&wasm, wat::parse_str(&text).unwrap()).unwrap();
+        for memory_reset in [MemoryReset::BySize, MemoryReset::Whole, MemoryReset::Written] {
+            let options = EngineOptions { memory_reset, ..common::relaxed() };
+            // One slot: every fresh instance takes the one the last one left.
+            let runtime = Runtime::load(&options, &ModuleSource::Wasm(wasm.clone()), 1).unwrap();
+            let chosen = match memory_reset {
+                MemoryReset::BySize if pages == 2 => MemoryReset::Whole,
+                MemoryReset::BySize => MemoryReset::Written,
+                explicit => explicit,
+            };
+            assert_eq!(runtime.memory_reset(), chosen, "{pages} pages, {memory_reset:?}");
+            assert_eq!(runtime.sibling(&options, 1).unwrap().memory_reset(), chosen);
+            for _ in 0..3 {
+                assert_eq!(
+                    status(runtime.decide_fresh(head, NOW as f64)),
+                    Ok(204),
+                    "{pages} pages, {chosen:?}"
+                );
+            }
+            let mut reusable = Reusable::default();
+            assert_eq!(status(runtime.decide_reused(&mut reusable, head, NOW as f64)), Ok(204));
+            assert_eq!(status(runtime.decide_reused(&mut reusable, head, NOW as f64)), Ok(500));
+            reusable.discard();
+            assert_eq!(status(runtime.decide_fresh(head, NOW as f64)), Ok(204), "{pages} pages, {chosen:?}");
+        }
+    }
 }

@@ -68,6 +68,57 @@ pub struct EngineOptions {
     /// Wasmtime's on-demand allocator instead of the pool (an mmap per
     /// instance): only for measuring what the pool saves.
     pub on_demand: bool,
+    /// How a dropped instance's memory is made as new for the next one.
+    pub memory_reset: MemoryReset,
+}
+
+/// How much of a dropped instance's memory the pool keeps mapped and resets
+/// by hand (the rest it gives back to the kernel): the default module's
+/// whole memory.
+pub const KEEP_RESIDENT: usize = 128 << 10; // 128 KiB
+
+/// How the pool makes a dropped instance's memory as new for the next
+/// instance in its slot (its first [`KEEP_RESIDENT`] bytes; the rest is
+/// given back to the kernel). Either way nothing one request wrote is seen
+/// by the next; they differ in cost only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryReset {
+    /// [`MemoryReset::Whole`] for a module whose memory fits in
+    /// [`KEEP_RESIDENT`], [`MemoryReset::Written`] for a larger one:
+    /// [`crate::Runtime::load`] chooses once the module is loaded.
+    #[default]
+    BySize,
+    /// Zero all of it with one `memset`: the cheaper for a memory of 128 KiB.
+    Whole,
+    /// Ask the kernel which pages the instance wrote (Linux's
+    /// `PAGEMAP_SCAN`, 6.7 and later; elsewhere as `Whole`) and reset only
+    /// those: the cheaper for a larger memory, of which a request writes a
+    /// smaller part.
+    Written,
+}
+
+impl MemoryReset {
+    /// The choice for `module`: [`MemoryReset::BySize`] made by its memory's
+    /// initial size, the others as they are.
+    pub fn resolve(self, module: &Module) -> MemoryReset {
+        let pages = module.resources_required().max_initial_memory_size.unwrap_or(0);
+        match self {
+            MemoryReset::BySize if pages.saturating_mul(1 << 16) > KEEP_RESIDENT as u64 => {
+                MemoryReset::Written
+            }
+            MemoryReset::BySize => MemoryReset::Whole,
+            chosen => chosen,
+        }
+    }
+
+    /// What an engine built with this setting does before any module is
+    /// known: [`MemoryReset::BySize`] resets whole, the default module's choice.
+    pub fn in_pool(self) -> MemoryReset {
+        match self {
+            MemoryReset::BySize => MemoryReset::Whole,
+            chosen => chosen,
+        }
+    }
 }
 
 impl Default for EngineOptions {
@@ -79,6 +130,7 @@ impl Default for EngineOptions {
             no_deadline: false,
             max_wasm_stack: DEFAULT_MAX_WASM_STACK as u64,
             on_demand: false,
+            memory_reset: MemoryReset::BySize,
         }
     }
 }
@@ -208,6 +260,17 @@ pub fn config(options: &EngineOptions, slots: u32) -> Config {
     // memory with compiled code, under the CPU deadline (limits.rs).
     config.memory_init_cow(false);
 
+    config.allocation_strategy(if options.on_demand {
+        InstanceAllocationStrategy::OnDemand
+    } else {
+        InstanceAllocationStrategy::Pooling(pool(options, slots))
+    });
+    config
+}
+
+/// The pooling allocator's settings for `slots` concurrent instances: part
+/// of [`config`], and on its own for measuring one of them changed.
+pub fn pool(options: &EngineOptions, slots: u32) -> PoolingAllocationConfig {
     // The pooling allocator: memories, tables and instance metadata are
     // preallocated in slots when the engine is built, so instantiation is a
     // few pointer writes and a slot reset, not mmap calls.
@@ -228,22 +291,23 @@ pub fn config(options: &EngineOptions, slots: u32) -> Config {
     // the Store's limiter, which turns a larger grow into a trap with a reason).
     pool.max_memory_size(options.memory_cap as usize);
     // After an instance is dropped, keep up to this much of its memory
-    // resident and reset it with memset instead of madvise: the module's
-    // memory is 128 KiB, so resetting it by hand is cheaper than faulting
-    // the pages back in on the next request.
-    pool.linear_memory_keep_resident(128 << 10); // 128 KiB
-    // Where the kernel has PAGEMAP_SCAN (Linux 6.7+), reset only the pages
-    // the instance dirtied (a handful per request) instead of all of them.
-    pool.pagemap_scan(wasmtime::Enabled::Auto);
+    // resident and reset it by hand instead of with madvise: the default
+    // module's memory is 128 KiB, so resetting it by hand is cheaper than
+    // faulting the pages back in on the next request (keeping 64 or 96 KiB,
+    // the rest decommitted, made a fresh instance slower).
+    pool.linear_memory_keep_resident(KEEP_RESIDENT);
+    // By hand: all of it with one memset, or only the pages the kernel says
+    // the instance wrote (PAGEMAP_SCAN). The scan costs more than zeroing
+    // 128 KiB and less than zeroing 192 (MemoryReset; docs/PERFORMANCE.md,
+    // "Engine settings, measured by hand").
+    pool.pagemap_scan(match options.memory_reset.in_pool() {
+        MemoryReset::Written => wasmtime::Enabled::Auto,
+        _ => wasmtime::Enabled::No,
+    });
     pool.table_keep_resident(16 << 10); // 16 KiB
     // Reuse the most recently used slot (warm caches, pages already mapped).
     pool.max_unused_warm_slots(slots);
-    config.allocation_strategy(if options.on_demand {
-        InstanceAllocationStrategy::OnDemand
-    } else {
-        InstanceAllocationStrategy::Pooling(pool)
-    });
-    config
+    pool
 }
 
 /// Loads the module from `source` into `engine`: compiles a `.wasm` (JIT) or

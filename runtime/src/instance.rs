@@ -22,7 +22,7 @@ use wasmtime::{Engine, InstancePre, Linker, Memory, Module, ModuleExport, Store,
 use contract::ABI_VERSION;
 use contract::owned::DecisionBuf;
 
-use crate::engine::{self, EngineOptions, ModuleSource};
+use crate::engine::{self, EngineOptions, MemoryReset, ModuleSource};
 use crate::error::{GuestError, LoadError, classify, one_line};
 use crate::exports::Exports;
 use crate::input::{Input, MAX_CONTEXT_LINE};
@@ -77,6 +77,8 @@ pub struct Runtime {
     exports: Exports,
     layout: Layout,
     memory_cap: usize,
+    /// How the engine's pool resets a dropped instance's memory.
+    memory_reset: MemoryReset,
     deadline_ticks: Option<u64>,
     cpu_budget: std::time::Duration,
     _ticker: Option<Arc<Ticker>>,
@@ -95,6 +97,7 @@ impl std::fmt::Debug for Runtime {
         f.debug_struct("Runtime")
             .field("layout", &self.layout)
             .field("memory_cap", &self.memory_cap)
+            .field("memory_reset", &self.memory_reset)
             .field("deadline_ticks", &self.deadline_ticks)
             .field("ticker", &self._ticker)
             .finish_non_exhaustive()
@@ -154,6 +157,7 @@ impl Prepared {
             exports: self.exports,
             layout: Layout { input_ptr: 0, input_capacity: 0 },
             memory_cap: usize::try_from(options.memory_cap).unwrap_or(usize::MAX),
+            memory_reset: options.memory_reset.in_pool(),
             deadline_ticks: options.deadline().map(|_| engine::TICKS_PER_DEADLINE),
             cpu_budget: options.deadline().unwrap_or_default(),
             _ticker: None,
@@ -187,6 +191,24 @@ impl Prepared {
         runtime.spare = std::sync::Mutex::new(Some(slot));
         Ok((runtime, self.key_exports))
     }
+}
+
+/// `module`'s code on `engine`, built by `engine::build` with the options
+/// the module was loaded with but for the memory reset (which changes no
+/// code).
+fn moved(module: &Module, engine: &Engine) -> Result<Module, LoadError> {
+    let code = module.serialize().map_err(|e| LoadError::Instantiate(one_line(&e)))?;
+    // SAFETY: `Module::deserialize` runs the machine code in its bytes, so
+    // they must be wasmtime's own output for a compatible engine. They are:
+    // `Module::serialize` of a module loaded in this process a moment ago
+    // and never written anywhere, and `engine` comes from the same
+    // `engine::build` with the options that module was loaded with but the
+    // pool's memory reset, which changes no code; wasmtime also checks the
+    // header (its version, target, compiler flags and tunables) against
+    // `engine` and refuses any mismatch before any code runs.
+    #[allow(unsafe_code)]
+    let moved = unsafe { Module::deserialize(engine, &code) };
+    moved.map_err(|e| LoadError::Instantiate(one_line(&e)))
 }
 
 /// One live instance with its Store and export handles.
@@ -276,10 +298,32 @@ impl Reusable {
 impl Runtime {
     /// Builds the engine with `slots` instance slots, loads the module, checks
     /// the contract, and makes the first instance: everything a command needs.
+    /// With [`MemoryReset::BySize`], a module whose memory is larger than the
+    /// default module's moves to a second engine that resets it page by page
+    /// (an engine build more at load, for such modules only).
     pub fn load(options: &EngineOptions, source: &ModuleSource, slots: u32) -> Result<Runtime, LoadError> {
         let engine = engine::build(options, slots)?;
         let module = engine::load(&engine, source)?;
-        Prepared::new(&engine, &module)?.probe(options)?.start_ticker(options)
+        let memory_reset = options.memory_reset.resolve(&module);
+        let built = options.memory_reset.in_pool();
+        let options = EngineOptions { memory_reset, ..options.clone() };
+        let (engine, module) = if memory_reset == built {
+            (engine, module)
+        } else {
+            let engine = engine::build(&options, slots)?;
+            // A .cwasm is mapped again (cheaper than copying the code).
+            let module = match source {
+                ModuleSource::Cwasm(_) => engine::load(&engine, source)?,
+                ModuleSource::Wasm(_) => moved(&module, &engine)?,
+            };
+            (engine, module)
+        };
+        Prepared::new(&engine, &module)?.probe(&options)?.start_ticker(&options)
+    }
+
+    /// How this runtime's pool resets a dropped instance's memory.
+    pub fn memory_reset(&self) -> MemoryReset {
+        self.memory_reset
     }
 
     /// Another runtime for the same module on an engine of its own (its own
@@ -290,20 +334,10 @@ impl Runtime {
     /// counter that two cores pass back and forth). `options` must be the
     /// ones this runtime was loaded with.
     pub fn sibling(&self, options: &EngineOptions, slots: u32) -> Result<Runtime, LoadError> {
-        let engine = engine::build(options, slots)?;
-        let code = self.module.serialize().map_err(|e| LoadError::Instantiate(one_line(&e)))?;
-        // SAFETY: `Module::deserialize` runs the machine code in its bytes,
-        // so they must be wasmtime's own output for a compatible engine.
-        // They are: `Module::serialize` of this runtime's module, made in
-        // this process a moment ago and never written anywhere, and
-        // `engine` comes from the same `engine::build` with the options this
-        // runtime was loaded with; wasmtime also checks the header (its
-        // version, target, compiler flags and tunables) against `engine` and
-        // refuses any mismatch before any code runs.
-        #[allow(unsafe_code)]
-        let module = unsafe { Module::deserialize(&engine, &code) }
-            .map_err(|e| LoadError::Instantiate(one_line(&e)))?;
-        let (mut sibling, _) = Prepared::new(&engine, &module)?.probe_instance(options)?;
+        let options = EngineOptions { memory_reset: self.memory_reset, ..options.clone() };
+        let engine = engine::build(&options, slots)?;
+        let module = moved(&self.module, &engine)?;
+        let (mut sibling, _) = Prepared::new(&engine, &module)?.probe_instance(&options)?;
         sibling.keys = self.keys.clone();
         match &self._ticker {
             // One ticker thread for a runtime and all its siblings.
@@ -312,7 +346,7 @@ impl Runtime {
                 sibling._ticker = Some(Arc::clone(ticker));
                 Ok(sibling)
             }
-            None => sibling.start_ticker(options),
+            None => sibling.start_ticker(&options),
         }
     }
 

@@ -37,7 +37,7 @@ mod keys;
 mod limits;
 
 pub use contract::key_sources::SourceKind;
-pub use engine::{Compiler, EngineOptions, ModuleSource};
+pub use engine::{Compiler, EngineOptions, MemoryReset, ModuleSource};
 pub use error::{GuestError, LoadError};
 pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
 pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};

@@ -139,6 +139,7 @@ pub(super) fn per_request(v: &mut Values, r: &Results) {
     let mut table = Table::new([
         left("isolation"),
         right("Cranelift JIT, deadline"),
+        right("the same, a second runtime"),
         right(".cwasm, deadline"),
         right(".cwasm / JIT"),
         right("JIT, no deadline"),
@@ -147,17 +148,30 @@ pub(super) fn per_request(v: &mut Values, r: &Results) {
     ]);
     for (label, group) in [("reuse", "interleaved/reuse"), ("fresh", "interleaved/fresh")] {
         let jit = r.get(id(group, "jit_deadline"));
+        let control = r.get(id(group, "jit_deadline_control"));
         let cwasm = r.get(id(group, "cwasm_deadline"));
         let off = r.get(id(group, "jit_no_deadline"));
         // Winch is compared in a reused instance only.
         let winch =
             if group == "interleaved/reuse" { to(r.get(id(group, "winch_deadline"))) } else { String::new() };
-        table.row([label.into(), to(jit), to(cwasm), ratio(cwasm, jit), to(off), cost(jit, off), winch]);
+        table.row([
+            label.into(),
+            to(jit),
+            format!("{} ({})", to(control), ratio(control, jit)),
+            to(cwasm),
+            ratio(cwasm, jit),
+            to(off),
+            cost(jit, off),
+            winch,
+        ]);
+        v.set(if label == "reuse" { "control_reuse" } else { "control_fresh" }, ratio(control, jit));
     }
     v.set("interleaved_table", table.to_markdown());
     let (jit, off) =
         (r.get(id("interleaved/reuse", "jit_deadline")), r.get(id("interleaved/reuse", "jit_no_deadline")));
     v.set("deadline_share_reuse", pct(minus(jit, off), jit));
+    let fresh = |name| r.get(id("interleaved/fresh", name));
+    v.set("pagemap_scan_fresh", ratio(fresh("jit_pagemap_scan"), fresh("jit_deadline")));
 }
 
 /// A Node.js row by name (`rows` of its output), unless the step was skipped.

@@ -62,9 +62,14 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// `tests/fixtures/NAME.wat`.
+pub fn fixture_source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(format!("{name}.wat"))
+}
+
 /// Compiles `tests/fixtures/NAME.wat` into a `.wasm` file and returns its path.
 pub fn fixture(name: &str) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(format!("{name}.wat"));
+    let source = fixture_source(name);
     let bytes = wat::parse_file(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
     let path = scratch("fixtures").join(format!("{name}.wasm"));
     std::fs::write(&path, bytes).unwrap();
