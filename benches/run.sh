@@ -101,13 +101,18 @@ features=(--enable-bulk-memory --enable-bulk-memory-opt --enable-nontrapping-flo
   --enable-sign-ext --enable-mutable-globals --enable-multivalue --enable-reference-types)
 strip_only=(--strip-debug --strip-producers --strip-target-features)
 rm -f "$variants"/*.wasm
+# Every size-profile variant but C (opt-level 3, as the speed profile) takes
+# the size profile's flags as dist/gateway.wasm does: `--config`, or, where a
+# variant sets RUSTFLAGS (which replaces the config's flags), the same flags.
+size_profile=(--config build/size-profile.toml)
+size_rustflags=$(python3 -c 'import tomllib; print(" ".join(tomllib.load(open("build/size-profile.toml", "rb"))["target"]["wasm32-unknown-unknown"]["rustflags"]))')
 # A: the shipped configuration (sha2 compact, 32 KiB stack): raw, stripped, -Oz.
 cp dist/gateway.raw.wasm "$variants/a1-compact-raw.wasm"
 "$wasm_opt" "${features[@]}" "${strip_only[@]}" dist/gateway.raw.wasm -o "$variants/a2-compact-stripped.wasm"
 cp dist/gateway.wasm "$variants/a3-compact-oz.wasm"
 # B: sha2's default (unrolled) backend: the same build without the cfg.
 echo "  sha2 default backend"
-RUSTFLAGS="-C link-arg=-zstack-size=32768" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
+RUSTFLAGS="-C link-arg=-zstack-size=32768 $size_rustflags" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
   --profile wasm --crate-type cdylib --target-dir "$variants/build-sha2-default"
 cp "$variants/build-sha2-default/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/b1-default-raw.wasm"
 "$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/b1-default-raw.wasm" -o "$variants/b3-default-oz.wasm"
@@ -119,16 +124,22 @@ cp "$variants/build-o3/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/c1-o3
 "$wasm_opt" "${features[@]}" -O3 "${strip_only[@]}" "$variants/c1-o3-raw.wasm" -o "$variants/c3-o3-wasmopt-o3.wasm"
 # E: opt-level 3 for sha2 only (the hot loop), the rest for size.
 echo "  opt-level 3 for sha2 only"
-cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown --profile wasm --crate-type cdylib \
+cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown --profile wasm --crate-type cdylib "${size_profile[@]}" \
   --config 'profile.wasm.package.sha2.opt-level=3' --target-dir "$variants/build-sha2-o3"
 cp "$variants/build-sha2-o3/wasm32-unknown-unknown/wasm/worker.wasm" "$variants/e1-sha2o3-raw.wasm"
 "$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/e1-sha2o3-raw.wasm" -o "$variants/e3-sha2o3-oz.wasm"
 # D: rustc's default 1 MiB stack (what the 32 KiB stack saves per instance).
 echo "  default 1 MiB stack"
-RUSTFLAGS="--cfg sha2_backend_soft=\"compact\"" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
+RUSTFLAGS="--cfg sha2_backend_soft=\"compact\" $size_rustflags" cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown \
   --profile wasm --crate-type cdylib --target-dir "$variants/build-stack-1m"
 "$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/build-stack-1m/wasm32-unknown-unknown/wasm/worker.wasm" \
   -o "$variants/d3-stack1m-oz.wasm"
+# F: without the size profile's flags (LLVM's inline threshold at opt-level z's own).
+echo "  opt-level z's own inline threshold"
+cargo rustc --quiet -p worker --lib --target wasm32-unknown-unknown --profile wasm --crate-type cdylib \
+  --target-dir "$variants/build-inline5"
+"$wasm_opt" "${features[@]}" -Oz "${strip_only[@]}" "$variants/build-inline5/wasm32-unknown-unknown/wasm/worker.wasm" \
+  -o "$variants/f3-inline5-oz.wasm"
 # Kernels for the proposed speedups (benches/wasm-kernels), measured in wasm.
 echo "  kernels (benches/wasm-kernels)"
 cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml --target wasm32-unknown-unknown \

@@ -1,7 +1,8 @@
 // Lists the largest functions of a wasm module by code size, from its name
 // section: what dominates the module. Build one with names kept:
 //
-//   cargo worker-wasm --profile wasm --config profile.wasm.strip=false --target-dir target/names
+//   cargo worker-wasm --profile wasm --config build/size-profile.toml --config profile.wasm.strip=false \
+//     --target-dir target/names
 //   node build/function-sizes.mjs target/names/wasm32-unknown-unknown/wasm/worker.wasm [COUNT]
 import { readFileSync } from "node:fs";
 

@@ -15,9 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 budget=${BUDGET_BYTES:-184320}
+# The size profile takes build/size-profile.toml (its inline threshold) beside
+# .cargo/config.toml; the speed profile keeps opt-level 3's own.
 case "${WORKER_PROFILE:-size}" in
-  size) cargo_profile=wasm opt_level=z wasm_opt_level=-Oz ;;
-  speed) cargo_profile=wasm-speed opt_level=3 wasm_opt_level=-O3 ;;
+  size) cargo_profile=wasm opt_level=z wasm_opt_level=-Oz size_flags=(--config build/size-profile.toml) ;;
+  speed) cargo_profile=wasm-speed opt_level=3 wasm_opt_level=-O3 size_flags=() ;;
   *) echo "error: WORKER_PROFILE=${WORKER_PROFILE} is neither 'size' nor 'speed'" >&2; exit 1 ;;
 esac
 raw=target/wasm32-unknown-unknown/$cargo_profile/worker.wasm
@@ -34,8 +36,8 @@ cargo run --quiet --release -p gateway-config --bin check-config -- "$config"
 export GATEWAY_CONFIG="$config"
 
 features=${WORKER_FEATURES:-}
-echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level, LTO, 1 codegen unit, panic abort, 32 KiB stack)${features:+, features $features}"
-cargo worker-wasm --profile "$cargo_profile" --quiet ${features:+--features "$features"}
+echo "==> cargo worker-wasm --profile $cargo_profile (opt-level $opt_level${size_flags:+, build/size-profile.toml}, LTO, 1 codegen unit, panic abort, 32 KiB stack)${features:+, features $features}"
+cargo worker-wasm --profile "$cargo_profile" "${size_flags[@]}" --quiet ${features:+--features "$features"}
 
 mkdir -p "$(dirname "$out")"
 raw_copy="${out%.wasm}.raw.wasm"

@@ -15,10 +15,10 @@ pub struct Variant {
 pub const SHIPPED: &str = "a3-compact-oz";
 
 /// Every variant `benches/run.sh` builds, in the size table's order.
-pub const VARIANTS: [Variant; 10] = [
+pub const VARIANTS: [Variant; 11] = [
     Variant {
         name: "a1-compact-raw",
-        how: "`cargo worker-wasm`: opt-level z (httparse 3, sha2 s), LTO, 1 CGU, panic abort, strip; sha2 compact; 32 KiB stack",
+        how: "`cargo worker-wasm --config build/size-profile.toml`: opt-level z (httparse 3, sha2 s), LLVM inline threshold 35, LTO, 1 CGU, panic abort, strip; sha2 compact; 32 KiB stack",
     },
     Variant {
         name: "a2-compact-stripped",
@@ -30,7 +30,10 @@ pub const VARIANTS: [Variant; 10] = [
         how: "as a1 with sha2's default (unrolled) backend: `RUSTFLAGS=\"-C link-arg=-zstack-size=32768\"`",
     },
     Variant { name: "b3-default-oz", how: "b1 + `wasm-opt -Oz`" },
-    Variant { name: "c1-o3-raw", how: "as a1 with `--config 'profile.wasm.opt-level=3'`" },
+    Variant {
+        name: "c1-o3-raw",
+        how: "as a1 with `--config 'profile.wasm.opt-level=3'` and opt-level 3's inline threshold (the speed profile)",
+    },
     Variant { name: "c3-o3-wasmopt-o3", how: "c1 + `wasm-opt -O3`" },
     Variant { name: "d3-stack1m-oz", how: "as a3 with rustc's default 1 MiB stack (no `-zstack-size`)" },
     Variant {
@@ -38,4 +41,8 @@ pub const VARIANTS: [Variant; 10] = [
         how: "as a1 with opt-level 3 for sha2 only: `--config 'profile.wasm.package.sha2.opt-level=3'`",
     },
     Variant { name: "e3-sha2o3-oz", how: "e1 + `wasm-opt -Oz`" },
+    Variant {
+        name: "f3-inline5-oz",
+        how: "as a3 without `build/size-profile.toml`: opt-level z's own inline threshold (5)",
+    },
 ];

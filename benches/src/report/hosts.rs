@@ -247,6 +247,12 @@ pub(super) fn sizes(v: &mut Values, r: &Results) {
             bytes_to("e3-sha2o3-oz"),
         ),
         (
+            "LLVM's inline threshold 35 in the size profile (f3 has opt-level z's 5), per request, reuse",
+            reuse("f3-inline5-oz"),
+            shipped,
+            format!("{} → {} bytes", bytes("f3-inline5-oz"), bytes(SHIPPED)),
+        ),
+        (
             "sha2's default (unrolled) backend (b3), per request, reuse",
             shipped,
             reuse("b3-default-oz"),
