@@ -58,8 +58,8 @@ test: fixture worker host envoy
 host:
 	$(CARGO) test --workspace --release --no-run
 
-## lint: formatting and clippy, warnings as errors
-lint:
+## lint: formatting and clippy, warnings as errors (host and wasm32 code)
+lint: setup
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 	$(CARGO) clippy --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \

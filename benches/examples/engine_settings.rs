@@ -17,13 +17,14 @@
 //! ```
 //!
 //! Variants join changes with `+`: base (the runtime's settings; the memory
-//! reset whole, as `MemoryReset::BySize` does for a memory of 128 KiB), addrmap and
-//! unwind (what the runtime turns off), noaddr, nounwind, nocow, cow, memfd,
-//! nolazytable, optnone, optspeed, optsize, singlepass, winch, noepoch, nosignals,
-//! nospectre, inline, nobulk, stack1m, perfmap, and the pool's pagemap
-//! (memory reset through PAGEMAP_SCAN), keepNk (N KiB of memory kept
-//! resident) and tablekeepNk (N KiB of table); a `@mem` suffix (cold) loads the .cwasm with `Module::deserialize` from
-//! memory instead of the file.
+//! reset whole, as `MemoryReset::BySize` does for a memory of 128 KiB),
+//! addrmap and unwind (what the runtime turns off), noaddr, nounwind, nocow,
+//! cow, memfd, nolazytable, optnone, optspeed, optsize, singlepass, winch,
+//! noepoch, nosignals, nospectre, inline, nobulk, stack1m, perfmap, and the
+//! pool's pagemap (memory reset through PAGEMAP_SCAN), keepNk (N KiB of
+//! memory kept resident) and tablekeepNk (N KiB of table); a `@mem` suffix
+//! (cold) loads the .cwasm with `Module::deserialize` from memory instead of
+//! the file.
 #![allow(unsafe_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};

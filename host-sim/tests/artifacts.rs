@@ -209,11 +209,11 @@ fn a_full_pool_is_no_slot_matched_by_the_errors_type() {
 
 /// A fresh instance starts from the module's own memory whatever the
 /// instance before it in the same slot wrote (its data, the first pages'
-/// edges, its last word, a page it grew), whether the pool resets the memory whole or page by page
-/// through `PAGEMAP_SCAN`, and for a memory of the default module's size
-/// (2 pages) or larger (3), for which `MemoryReset::BySize` chooses
-/// differently; a reused instance keeps what it wrote, so the fixture's
-/// check can fail.
+/// edges, its last word, a page it grew), whether the pool resets the
+/// memory whole or page by page through `PAGEMAP_SCAN`, and for a memory of
+/// the default module's size (2 pages) or larger (3), for which
+/// `MemoryReset::BySize` chooses differently; a reused instance keeps what
+/// it wrote, so the fixture's check can fail.
 #[test]
 fn a_fresh_instance_sees_nothing_the_one_before_it_wrote() {
     let head = b"GET / HTTP/1.1\r\n\r\n";

@@ -106,8 +106,7 @@ impl MemoryReset {
             MemoryReset::BySize if pages.saturating_mul(1 << 16) > KEEP_RESIDENT as u64 => {
                 MemoryReset::Written
             }
-            MemoryReset::BySize => MemoryReset::Whole,
-            chosen => chosen,
+            other => other.in_pool(),
         }
     }
 
