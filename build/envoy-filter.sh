@@ -10,11 +10,16 @@
 #   WORKER_FEATURES the algorithms beside HS256 (rs256, es256, eddsa), as for build/worker.sh
 #   ENVOY_FILTER_PROFILE  the cargo profile (default wasm-speed, opt-level 3:
 #                   HMAC runs faster in Envoy's V8; "wasm" is the worker's
-#                   opt-level z, 18 KB smaller; docs/PERFORMANCE.md)
+#                   size profile, opt-level z with build/size-profile.toml,
+#                   smaller; deploy/envoy/README.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=${ENVOY_FILTER_PROFILE:-wasm-speed}
+# The size profile takes build/size-profile.toml (its inline threshold), as
+# build/worker.sh builds it; its rustflags add to the ones below.
+size_flags=()
+[ "$profile" = wasm ] && size_flags=(--config build/size-profile.toml)
 raw=target/wasm32-unknown-unknown/$profile/gateway_envoy_filter.wasm
 out=${WASM_OUT:-dist/gateway-envoy.wasm}
 wasm_opt=node_modules/.bin/wasm-opt
@@ -34,7 +39,7 @@ features=${WORKER_FEATURES:-}
 # 3.1 KB of filter; the default module, which has a size line to keep,
 # stays without it (docs/PERFORMANCE.md, "SIMD in the Envoy filter").
 cargo rustc -p gateway-envoy-filter --lib --target wasm32-unknown-unknown --crate-type cdylib --profile "$profile" --quiet \
-  ${features:+--features "$features"} \
+  ${features:+--features "$features"} "${size_flags[@]}" \
   --config 'target.wasm32-unknown-unknown.rustflags=["-C", "link-arg=-zstack-size=262144", "-C", "target-feature=+simd128"]'
 
 mkdir -p "$(dirname "$out")"
