@@ -27,7 +27,7 @@ pub const VARIANTS: [Variant; 11] = [
     Variant { name: SHIPPED, how: "a1 + `wasm-opt -Oz` (= `dist/gateway.wasm`)" },
     Variant {
         name: "b1-default-raw",
-        how: "as a1 with sha2's default (unrolled) backend: `RUSTFLAGS=\"-C link-arg=-zstack-size=32768\"`",
+        how: "as a1 with sha2's default (unrolled) backend: `RUSTFLAGS=\"-C link-arg=-zstack-size=32768 -C llvm-args=-inline-threshold=35\"` (no `sha2_backend_soft` cfg)",
     },
     Variant { name: "b3-default-oz", how: "b1 + `wasm-opt -Oz`" },
     Variant {
