@@ -5,8 +5,9 @@ Reads the markdown gateways.sh writes (target/bench-results/gateways.md) and
 prints a table of the ratios the performance targets are stated in: each
 gateway's closed-loop requests per second (the ratio of the rounds' medians,
 and each round's own ratio) and CPU time per request against its peer's, and
-the forward p99 at the fixed rates. benches/run.sh appends it
-to docs/PERFORMANCE.md after the gateways' own tables.
+the forward p99 at the fixed rates (the median of the rounds, and each
+round's). benches/run.sh appends it to docs/PERFORMANCE.md after the
+gateways' own tables.
 
     python3 benches/gateway_targets.py target/bench-results/gateways.md
 """
@@ -35,8 +36,11 @@ def main(path):
     # gateway, case -> each round's requests/s, in the order run (a table of
     # one round, from before gateways.sh ran rounds, has no such column)
     by_round = {(r[0], r[1]): [float(v) for v in r[6].split(" / ")] for r in closed if len(r) > 7}
-    # gateway, case, rate -> p99 ms (only where the rate was held)
-    p99 = {(r[0], r[1], r[2]): float(r[5]) for r in fixed if float(r[3]) >= 0.98 * float(r[2])}
+    # gateway, case, rate -> p99 ms, the median of the rounds, and each
+    # round's p99 as gateways.sh lists them (only where the rate was held;
+    # a table from before gateways.sh ran fixed-rate rounds has no list)
+    p99 = {(r[0], r[1], r[2]): (float(r[5]), r[7] if len(r) > 8 else None)
+           for r in fixed if float(r[3]) >= 0.98 * float(r[2])}
 
     def ratio(a, b, case):
         if (a, case) not in loop or (b, case) not in loop:
@@ -85,9 +89,10 @@ def main(path):
     for rate in ("5000", "10000"):
         for gateway in ("host-sim", "host-sim-reuse", "envoy-filter", "envoy-jwt-authn", "envoy-jwt-authn-cache"):
             if (gateway, "forward", rate) in p99:
-                tails.append(f"{gateway} {p99[(gateway, 'forward', rate)]:.2f} ms at {rate}")
+                median, rounds = p99[(gateway, "forward", rate)]
+                tails.append(f"{gateway} {median:.2f} ms at {rate}" + (f" (rounds {rounds})" if rounds else ""))
     if tails:
-        print("Forward p99 at a fixed rate (where the rate was held): " + ", ".join(tails) + ".")
+        print("Forward p99 at a fixed rate, the median of the rounds (where the rate was held): " + ", ".join(tails) + ".")
 
 
 if __name__ == "__main__":

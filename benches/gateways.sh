@@ -53,16 +53,17 @@
 #            HS256 check runs and fails, 401 (every gateway checks the
 #            signature before it looks at the claims' audience or times)
 #
-# Two measurements, each gateway in turn, interleaved:
+# Two measurements, each gateway in turn, interleaved, and both run
+# GATEWAYS_ROUNDS times, every gateway in each round; the tables give the
+# median of the rounds and each round's figure, since on a shared machine
+# one run of a gateway can be 15% off the next in requests per second and
+# several times off in p99:
 #   1. fixed rate (open loop): the latency a client sees at a set offered
-#      rate, p50/p99/p99.9;
+#      rate, p50/p99/p99.9 (each round's p99 listed);
 #   2. closed loop: as many requests as the gateway takes over the same
-#      connections: requests per second, p50/p99, and the gateway process's
-#      CPU time per request (utime + stime from /proc, the process and its
-#      children, divided by the responses it gave). Run GATEWAYS_ROUNDS
-#      times, every gateway in each round; the table gives the median of the
-#      rounds and each round's requests per second, since on a shared
-#      machine one run of a gateway can be 15% off the next.
+#      connections: requests per second (each round's listed), p50/p99, and
+#      the gateway process's CPU time per request (utime + stime from /proc,
+#      the process and its children, divided by the responses it gave).
 #
 # Load generator: oha (crates.io), installed into target/tools when missing
 # (once). It holds a rate with -q
@@ -74,7 +75,7 @@
 # usage: bash benches/gateways.sh    (make bench runs it)
 #   GATEWAYS_RATES        offered requests per second ("5000 10000 20000")
 #   GATEWAYS_SECONDS      seconds per run (5)
-#   GATEWAYS_ROUNDS       closed-loop rounds, the median reported (3)
+#   GATEWAYS_ROUNDS       rounds of both measurements, the median reported (3)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
 #   GATEWAYS              which to run ("host-sim host-sim-reuse workerd workerd-proxy envoy-filter
 #                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router")
@@ -291,15 +292,17 @@ done
 # Gateways interleaved at each rate, so that a noisy moment on this shared
 # machine touches all of them alike; the tables are sorted afterwards.
 fixed_rows=()
-for rate in $rates; do
-  for case in forward reject; do
-    for gateway in $gateways; do
-      [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
-      read -r token status < <(case_args "$case")
-      note "fixed rate: $gateway $case at $rate req/s for ${secs}s"
-      read -r achieved p50 p99 p999 ok _ < <(measure "$(url_of "$gateway")" "$token" "$rate" "$secs" "$status") || true
-      [ -n "${ok:-}" ] || die "oha gave no result for $gateway $case at $rate req/s"
-      fixed_rows+=("$gateway|$case|$rate|$achieved|$p50|$p99|$p999|$ok% $status")
+for round in $(seq "$rounds"); do
+  for rate in $rates; do
+    for case in forward reject; do
+      for gateway in $gateways; do
+        [[ " $(cases_of "$gateway") " == *" $case "* ]] || continue
+        read -r token status < <(case_args "$case")
+        note "fixed rate, round $round of $rounds: $gateway $case at $rate req/s for ${secs}s"
+        read -r achieved p50 p99 p999 ok _ < <(measure "$(url_of "$gateway")" "$token" "$rate" "$secs" "$status") || true
+        [ -n "${ok:-}" ] || die "oha gave no result for $gateway $case at $rate req/s"
+        fixed_rows+=("$gateway|$case|$rate|$achieved|$p50|$p99|$p999|$ok% $status")
+      done
     done
   done
 done
@@ -323,28 +326,32 @@ for round in $(seq "$rounds"); do
   done
 done
 
-# One row per gateway and case from its rounds' rows: the median of each
-# figure (requests/s, p50, p99, CPU), the least share of expected statuses,
-# and every round's requests/s in the order run.
-median_rows() { # rows...
+# One row per measurement from its rounds' rows ("KEY...|FIGURE...|expected"):
+# the median of each figure, formatted as `formats` says, the figure
+# `listed` (its index among the figures) of every round in the order run,
+# and the least share of expected statuses.
+median_rows() { # keys formats listed rows...
   python3 - "$@" <<'PY'
 import statistics, sys
+keys, formats, listed = int(sys.argv[1]), sys.argv[2].split(), int(sys.argv[3])
 rows = {}
-for row in sys.argv[1:]:
-    gateway, case, rps, p50, p99, cpu, ok = row.split("|")
-    rows.setdefault((gateway, case), []).append((rps, p50, p99, cpu, ok))
+for row in sys.argv[4:]:
+    cells = row.split("|")
+    rows.setdefault(tuple(cells[:keys]), []).append(cells[keys:])
 def median(values):
     numbers = [float(v) for v in values if v != "n/a"]
     return statistics.median(numbers) if numbers else None
-for (gateway, case), runs in rows.items():
-    rps, p50, p99, cpu = (median(r[i] for r in runs) for i in range(4))
-    fmt = lambda v, f: "n/a" if v is None else f % v
-    ok = min(runs, key=lambda r: float(r[4].split("%")[0]))[4]
-    print("|".join([gateway, case, fmt(rps, "%.0f"), fmt(p50, "%.2f"), fmt(p99, "%.2f"), fmt(cpu, "%.1f"),
-                    " / ".join(r[0] for r in runs), ok]))
+for key, runs in rows.items():
+    figures = [median(r[i] for r in runs) for i in range(len(formats))]
+    cells = ["n/a" if v is None else f % v for v, f in zip(figures, formats)]
+    ok = min(runs, key=lambda r: float(r[-1].split("%")[0]))[-1]
+    print("|".join([*key, *cells, " / ".join(r[listed] for r in runs), ok]))
 PY
 }
-mapfile -t closed_rows < <(median_rows "${closed_rows[@]}")
+# Fixed rate: achieved, p50, p99, p99.9; each round's p99 listed.
+mapfile -t fixed_rows < <(median_rows 3 "%.0f %.2f %.2f %.2f" 2 "${fixed_rows[@]}")
+# Closed loop: requests/s, p50, p99, CPU; each round's requests/s listed.
+mapfile -t closed_rows < <(median_rows 2 "%.0f %.2f %.2f %.1f" 0 "${closed_rows[@]}")
 
 # The rows of one table in gateway, case (and rate) order, as markdown.
 # Each row is "gateway|case|..."; with_rate: its third field is the rate.
@@ -383,8 +390,10 @@ sorted_rows() { # with_rate rows...
   echo
   echo "### At a fixed offered rate (open loop, corrected for coordinated omission)"
   echo
-  echo "| gateway | case | offered req/s | achieved req/s | p50 ms | p99 ms | p99.9 ms | expected status |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  echo "Median of $rounds rounds, every gateway in each round."
+  echo
+  echo "| gateway | case | offered req/s | achieved req/s | p50 ms | p99 ms | p99.9 ms | p99 ms by round | expected status |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
   sorted_rows with_rate "${fixed_rows[@]}"
   echo
   echo "### As fast as they go (closed loop), with the gateway's CPU time per request"
