@@ -25,7 +25,7 @@ import { SERVER_STARTS, startServers } from "./servers.mjs";
 const FIXTURE = join(ROOT, "target", "fixture");
 const MODULE = join(FIXTURE, "gateway-readings.wasm");
 const ENVOY_MODULE = { wasm: join(FIXTURE, "gateway-readings-envoy.wasm"), config: join(ROOT, "testkit", "fixture-readings.toml") };
-/** Where every reached marker is written, one line each, for a closer look. */
+/** Where the summary and every reached marker are written, one line each, for a closer look. */
 const REPORT = join(ROOT, "target", "readings");
 
 /** How many requests are in flight at once, and how long one may take. */
@@ -40,7 +40,7 @@ assert.ok(fixture.routes.every((r) => r.origin === ORIGIN && r.base_path === "")
 const EXP = 4102444800; // 2100-01-01
 const token = (claims) =>
   mintToken(fixture.key, { iss: fixture.issuer, aud: "api", exp: EXP, ...claims }, { alg: "HS256", typ: "JWT", kid: fixture.kid });
-/** A valid token that meets no rule's requirement: no admin role, no orders:write, another tenant. */
+/** A valid token that meets no rule's requirement: no admin role, no orders:write or reports:read, another tenant. */
 const WEAK = token({ sub: "mallory", roles: ["user"], scope: "orders:read", tenant: "globex" });
 /** Credentials that do not meet the rules: every spelling goes out with each. */
 const CREDENTIALS = [
@@ -52,6 +52,7 @@ const MEETS = {
   "admin-users": token({ sub: "root", roles: ["admin"] }),
   "account-export": token({ sub: "alice", tenant: "acme" }),
   "orders-delete": token({ sub: "bob", scope: "orders:write" }),
+  "reports-daily": token({ sub: "carol", scope: "reports:read" }),
 };
 
 /** The request bytes: request line, Host, the fields, Connection: close, the body. */
@@ -115,6 +116,8 @@ if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
 }
 
 const SPELLINGS = battery();
+/** Each run's summary line, written to target/readings/summary.txt at the end. */
+const SUMMARIES = [];
 
 describe("upstream readings: no spelling of a protected request reaches its handler without the rule's requirements", { timeout: 900000 }, () => {
   let servers = [];
@@ -123,6 +126,8 @@ describe("upstream readings: no spelling of a protected request reaches its hand
   });
   after(async () => {
     await Promise.all(servers.map((s) => s.proc.stop()));
+    mkdirSync(REPORT, { recursive: true });
+    writeFileSync(join(REPORT, "summary.txt"), SUMMARIES.map((l) => `${l}\n`).join(""));
   });
   const serverNamed = (name) => {
     const server = servers.find((s) => s.name === name);
@@ -151,6 +156,9 @@ describe("upstream readings: no spelling of a protected request reaches its hand
         try {
           await positiveControls(gateway.port, server.name);
           const lines = await runBattery(gateway.port, host, server.name, t);
+          // Again after the battery: a server or host that died during it
+          // would have answered nothing, which must not pass for safety.
+          await positiveControls(gateway.port, server.name);
           assert.equal(lines.length, 0, `${lines.length} spellings reached a marker without the rule's requirements:\n${lines.slice(0, 40).join("\n")}${lines.length > 40 ? `\n... and ${lines.length - 40} more (all in target/readings/)` : ""}`);
         } finally {
           await gateway.proc.stop();
@@ -181,7 +189,7 @@ async function positiveControls(port, server) {
   await check("HEAD /healthz, public", requestBytes("HEAD", "/healthz"), null);
   await check("GET /docs/intro, public", requestBytes("GET", "/docs/intro"), null);
   await check("GET /orders/5 with a valid token", requestBytes("GET", "/orders/5", [`Authorization: Bearer ${WEAK}`]), null);
-  const all = token({ sub: "root", roles: ["admin"], tenant: "acme", scope: "orders:write" });
+  const all = token({ sub: "root", roles: ["admin"], tenant: "acme", scope: "orders:write reports:read" });
   await check("GET /internal/metrics with a token that meets every other rule", requestBytes("GET", "/internal/metrics", [`Authorization: Bearer ${all}`]), null, 404);
 }
 
@@ -202,13 +210,16 @@ async function runBattery(port, host, server, t) {
   }
   const results = await pooled(jobs);
   const gateway = results.filter((r) => r.by === "gateway");
-  const frontEnd = results.filter((r) => r.by === "front end");
+  const frontEnd = results.filter((r) => r.by === "front end" && r.status !== 0);
+  const unanswered = results.filter((r) => r.status === 0);
   const forwarded = results.filter((r) => r.by === "server");
   const breaches = results.filter((r) => r.reached);
-  t.diagnostic(
+  const summary =
     `${host} -> ${server}: ${results.length} spellings sent; answered by the gateway ${gateway.length} (${byStatus(gateway)}); ` +
-      `by the host's front end ${frontEnd.length}${frontEnd.length ? ` (${byStatus(frontEnd)})` : ""}; forwarded ${forwarded.length}; reached a marker ${breaches.length}`,
-  );
+    `by a front end ${frontEnd.length}${frontEnd.length ? ` (${byStatus(frontEnd)})` : ""}; ` +
+    `${unanswered.length ? `no answer ${unanswered.length}; ` : ""}forwarded ${forwarded.length}; reached a marker ${breaches.length}`;
+  t.diagnostic(summary);
+  SUMMARIES.push(summary);
   const lines = breaches.map((b) => breachLine(host, server, b));
   mkdirSync(REPORT, { recursive: true });
   writeFileSync(join(REPORT, `${host}-${server}.txt`), lines.map((l) => `${l}\n`).join(""));

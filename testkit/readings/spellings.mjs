@@ -22,13 +22,28 @@
 
 /**
  * The protected requests: each names the marker its handler answers on
- * every server, the rule that protects it, and its canonical spelling.
+ * every server, the rule that protects it, and its canonical spelling;
+ * `methodScoped` when the rule names methods, so that another method's
+ * request overridden to this one must not pass.
  */
 export const PROTECTED = [
   { marker: "internal-metrics", rule: "prefix /internal: deny 404", method: "GET", segments: ["internal", "metrics"] },
   { marker: "admin-users", rule: "prefix /admin: roles any [admin]", method: "GET", segments: ["admin", "users"] },
   { marker: "account-export", rule: "path /account/export: claims tenant = acme", method: "GET", segments: ["account", "export"] },
-  { marker: "orders-delete", rule: "prefix /orders, DELETE: scopes all [orders:write]", method: "DELETE", segments: ["orders", "5"] },
+  {
+    marker: "orders-delete",
+    rule: "prefix /orders, DELETE: scopes all [orders:write]",
+    method: "DELETE",
+    segments: ["orders", "5"],
+    methodScoped: true,
+  },
+  {
+    marker: "reports-daily",
+    rule: "prefix /reports, GET: scopes all [reports:read]",
+    method: "GET",
+    segments: ["reports", "daily"],
+    methodScoped: true,
+  },
 ];
 
 /** The origin the fixture's CORS allows, and one it does not. */
@@ -238,12 +253,16 @@ function methodSpellings(method) {
   return [...new Set([...cases, ...head])].filter((m) => m !== method);
 }
 
-/** The method-override spellings for DELETE: headers, `_method` in the query and in a form body. */
+/**
+ * The method-override spellings that name `p`'s method from another one:
+ * headers, `_method` in the query and in a form body.
+ */
 function overrideSpellings(p, paths) {
   const out = [];
   const names = ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X_HTTP_Method_Override", "X_HTTP_Method", "X_Method_Override"];
+  const bases = ["POST", "GET", "PUT", "PATCH", "DELETE"].filter((m) => m !== p.method);
   for (const { path, classes } of paths) {
-    for (const base of ["POST", "GET", "PUT", "PATCH"]) {
+    for (const base of bases) {
       for (const name of names) {
         for (const value of [p.method, p.method.toLowerCase()]) {
           out.push(spelling(p, [...classes, "method-override"], base, path, { fields: [`${name}: ${value}`] }));
@@ -251,8 +270,7 @@ function overrideSpellings(p, paths) {
       }
     }
     for (const value of [p.method, p.method.toLowerCase()]) {
-      out.push(spelling(p, [...classes, "method-override"], "POST", `${path}?_method=${value}`));
-      out.push(spelling(p, [...classes, "method-override"], "GET", `${path}?_method=${value}`));
+      for (const base of bases.slice(0, 2)) out.push(spelling(p, [...classes, "method-override"], base, `${path}?_method=${value}`));
       const body = `_method=${value}`;
       out.push(
         spelling(p, [...classes, "method-override"], "POST", path, {
@@ -311,7 +329,7 @@ export function battery() {
       const cls = method === "HEAD" ? "head-for-get" : "method-case";
       for (const s of combined) keep(spelling(p, [...s.classes, cls], method, s.path));
     }
-    if (p.method !== "GET") for (const s of overrideSpellings(p, few)) keep(s);
+    if (p.methodScoped) for (const s of overrideSpellings(p, few)) keep(s);
     for (const s of preflightSpellings(p, few)) keep(s);
     for (const s of [{ path: canonical, classes: [] }, ...singles]) {
       keep(spelling(p, [...s.classes, "absolute-form"], p.method, `http://gw.test${s.path}`));

@@ -41,6 +41,7 @@ app.get("/account/export", marker("account-export"));
 app.get("/account/profile", (req, res) => res.type("text").send("account profile\n"));
 app.get("/orders/:id", (req, res) => res.type("text").send(`order ${req.params.id}\n`));
 app.delete("/orders/:id", marker("orders-delete"));
+app.get("/reports/daily", marker("reports-daily"));
 
 const server = app.listen(0, "127.0.0.1", () => {
   console.log(`listening 127.0.0.1:${server.address().port}`);

@@ -66,6 +66,11 @@ def delete_order(order_id):
     return marker("orders-delete")
 
 
+@app.get("/reports/daily")
+def reports_daily():
+    return marker("reports-daily")
+
+
 if __name__ == "__main__":
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = make_server("127.0.0.1", 0, app, threaded=True)
