@@ -103,7 +103,7 @@ const byStatus = (list) => {
 
 /** A reached marker as one line: host, server, method, exact target, credentials, classes. */
 const breachLine = (host, server, b) =>
-  `${host} -> ${server}: ${b.method} ${JSON.stringify(b.target)}${b.fields.length ? ` with ${JSON.stringify(b.shownFields)}` : ""}${b.body ? ` body ${JSON.stringify(b.body)}` : ""} (${b.credentials}) reached ${b.reached} [${b.classes.join(", ") || "canonical"}] (${b.status})`;
+  `${host} -> ${server}: ${b.method} ${JSON.stringify(b.target)}${b.fields.length ? ` with ${JSON.stringify(b.fields)}` : ""}${b.body ? ` body ${JSON.stringify(b.body)}` : ""} (${b.credentials}) reached ${b.reached} [${b.classes.join(", ") || "canonical"}] (${b.status})`;
 
 /** The hosts, each started with the readings module and its origin moved to `to`. */
 const HOSTS = [];
@@ -204,7 +204,7 @@ async function runBattery(port, host, server, t) {
     for (const [credentials, fields] of CREDENTIALS) {
       jobs.push(async () => {
         const r = await send(port, requestBytes(s.method, s.target, [...s.fields, ...fields], s.body));
-        return { ...s, credentials, shownFields: s.fields, status: r.status, by: answeredBy(r), reached: markerOf(r) };
+        return { ...s, credentials, status: r.status, by: answeredBy(r), reached: markerOf(r) };
       });
     }
   }

@@ -101,7 +101,7 @@ function startNginx() {
     const dir = mkdtempSync(join(tmpdir(), "readings-nginx-"));
     const conf = readFileSync(join(SERVERS, "nginx.conf"), "utf8").replace("127.0.0.1:PORT", `127.0.0.1:${port}`);
     writeFileSync(join(dir, "nginx.conf"), conf);
-    return [NGINX, ["-p", dir, "-c", join(dir, "nginx.conf")], dir];
+    return [NGINX, ["-p", dir, "-c", join(dir, "nginx.conf"), "-e", "stderr"], dir];
   });
 }
 
