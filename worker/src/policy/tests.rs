@@ -175,5 +175,8 @@ fn the_rules_facts_skip_only_readings_that_cannot_differ() {
         assert_eq!(judged("GET", path, "", facts), expected, "{path}");
     }
     assert_eq!(judged("HEAD", "/account/export", "", facts), "deny 403");
-    assert_eq!(judged("GET", "/orders/7", "X-HTTP-Method-Override: DELETE\r\n", facts), "MethodReadsAnotherRule");
+    assert_eq!(
+        judged("GET", "/orders/7", "X-HTTP-Method-Override: DELETE\r\n", facts),
+        "MethodReadsAnotherRule"
+    );
 }
