@@ -167,7 +167,11 @@ pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rej
 #[cfg(runtime_keys)]
 mod fetched;
 #[cfg(runtime_keys)]
+mod rounds;
+#[cfg(runtime_keys)]
 pub use fetched::{DOCUMENT_CAPACITY, FetchedKeys, InstallError};
+#[cfg(runtime_keys)]
+pub use rounds::{MAX_SKEW_SECS, Next, Refusal, RoundError, Rounds, Stored};
 
 /// The keys fetched at run time: none in a module whose config fetches no
 /// keys (no bytes, no memory), the store of [`fetched`] otherwise.
