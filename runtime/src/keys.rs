@@ -337,7 +337,8 @@ impl Runtime {
             Why::Asked => 1,
             Why::Now => 2,
         };
-        let answer = keeper.call::<(u32, f64, u32), i32>(&keys.exports.key_fetch, (u32::from(issuer), now, code))?;
+        let answer =
+            keeper.call::<(u32, f64, u32), i32>(&keys.exports.key_fetch, (u32::from(issuer), now, code))?;
         let text = String::from_utf8_lossy(&keeper.output()?).into_owned();
         Ok(match answer {
             1 => Ok(Some(text)),
