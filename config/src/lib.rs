@@ -272,8 +272,10 @@ pub fn parse(
         claim_headers: raw.claim_headers,
         payload_header: raw.payload_header,
         cors: raw.cors,
+        upstreams: raw.upstreams,
     };
-    let (policy, policy_warnings) = policy::read(policy_input, &routes).map_err(fail)?;
+    let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
+    let (policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
     let warnings = key_warnings.into_iter().chain(policy_warnings).collect();
     Ok(GatewayConfig {
         realm: raw.realm,

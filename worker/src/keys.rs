@@ -166,6 +166,10 @@ pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rej
 
 #[cfg(runtime_keys)]
 mod fetched;
+
+/// The JWKS source the tests of fetched keys use.
+#[cfg(all(test, runtime_keys))]
+pub(crate) use fetched::tests::FETCH as TEST_FETCH;
 #[cfg(runtime_keys)]
 mod rounds;
 #[cfg(runtime_keys)]
