@@ -182,48 +182,35 @@ fn printable_line(text: &str) -> String {
 }
 
 /// What the filter reads of an answer's fields.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnswerFields {
     /// `:status`, when it is a number.
     pub status: Option<u16>,
     /// Whether the provider sent the answer ([`FROM_PROVIDER`]).
     pub from_provider: bool,
-    /// The first `Cache-Control` field's `max-age`, in seconds.
-    pub max_age: Option<u64>,
+    /// The `Cache-Control` fields' values, joined with `, ` as bytes: the
+    /// module reads their `max-age`.
+    pub cache_control: Vec<u8>,
 }
 
 /// Reads an answer's fields as Envoy serializes them (names lower case),
-/// as bytes: a value that is not UTF-8 text is no number and no `max-age`.
+/// as bytes: a status that is not UTF-8 text is no number.
 pub fn answer_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> AnswerFields {
     let mut answer = AnswerFields::default();
     for (name, value) in fields {
-        let text = std::str::from_utf8(value).ok();
         match name {
-            b":status" => answer.status = text.and_then(|t| t.parse().ok()),
-            b"cache-control" if answer.max_age.is_none() => answer.max_age = text.and_then(max_age),
+            b":status" => answer.status = std::str::from_utf8(value).ok().and_then(|t| t.parse().ok()),
+            b"cache-control" => {
+                if !answer.cache_control.is_empty() {
+                    answer.cache_control.extend_from_slice(b", ");
+                }
+                answer.cache_control.extend_from_slice(value);
+            }
             name if name == FROM_PROVIDER.as_bytes() => answer.from_provider = true,
             _ => {}
         }
     }
     answer
-}
-
-/// The `max-age` of a `Cache-Control` field value, in seconds (RFC 9111
-/// section 5.2.2.1; a quoted value is read too). A number too large for
-/// `u64` is `u64::MAX`.
-pub fn max_age(cache_control: &str) -> Option<u64> {
-    cache_control.split(',').find_map(|directive| {
-        let (name, value) = directive.split_once('=')?;
-        if !name.trim().eq_ignore_ascii_case("max-age") {
-            return None;
-        }
-        let value = value.trim();
-        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
-        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| {
-            value.bytes().fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')))
-        })
-    })
 }
 
 /// How one fetch ended.
@@ -358,33 +345,16 @@ mod tests {
             (b"x-envoy-upstream-service-time", b"0"),
         ];
         let read = answer_fields(fields.into_iter());
-        assert_eq!(read, AnswerFields { status: Some(200), from_provider: true, max_age: Some(9) });
+        let cache_control = b"max-age=5\xff, max-age=9".to_vec();
+        assert_eq!(read, AnswerFields { status: Some(200), from_provider: true, cache_control });
         let envoy: [(&[u8], &[u8]); 2] = [(b":status", b"503"), (b"content-type", b"text/plain")];
         assert_eq!(
             answer_fields(envoy.into_iter()),
-            AnswerFields { status: Some(503), from_provider: false, max_age: None }
+            AnswerFields { status: Some(503), from_provider: false, cache_control: Vec::new() }
         );
-        let odd: [(&[u8], &[u8]); 2] = [(b":status", b"2\xff0"), (b"cache-control", b"\xff")];
+        let odd: [(&[u8], &[u8]); 1] = [(b":status", b"2\xff0")];
         assert_eq!(answer_fields(odd.into_iter()), AnswerFields::default());
         assert_eq!(answer_fields(std::iter::empty()), AnswerFields::default());
-    }
-
-    #[test]
-    fn max_age_is_read_from_cache_control() {
-        for (value, age) in [
-            ("max-age=300", Some(300)),
-            ("public, Max-Age = 60 , must-revalidate", Some(60)),
-            ("max-age=\"15\"", Some(15)),
-            ("s-maxage=5, max-age=7", Some(7)),
-            ("max-age=99999999999999999999999", Some(u64::MAX)),
-            ("no-store", None),
-            ("max-age=", None),
-            ("max-age=-1", None),
-            ("max-age=1h", None),
-            ("", None),
-        ] {
-            assert_eq!(max_age(value), age, "{value:?}");
-        }
     }
 
     #[test]
