@@ -37,6 +37,8 @@ use runtime::{KeySourceBuf, Runtime, SourceKind, unix_now};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+use crate::metrics::Metrics;
+
 /// Why a fetch failed: the tail of its log line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
@@ -97,6 +99,7 @@ impl KeyFetcher {
         runtime: Arc<Runtime>,
         sources: Vec<KeySourceBuf>,
         overrides: HashMap<String, String>,
+        metrics: Option<Arc<Metrics>>,
     ) -> KeyFetcher {
         let client: Client<HttpConnector, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         let (ready_tx, ready) = watch::channel(0usize);
@@ -114,6 +117,7 @@ impl KeyFetcher {
                 source,
                 notify,
                 ready: Arc::clone(&ready_tx),
+                metrics: metrics.clone(),
             };
             tokio::spawn(task.run());
         }
@@ -143,6 +147,7 @@ struct SourceTask {
     source: KeySourceBuf,
     notify: Arc<Notify>,
     ready: Arc<watch::Sender<usize>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl SourceTask {
@@ -192,11 +197,11 @@ impl SourceTask {
                     Ok(Ok(uri)) => uri,
                     Ok(Err(reason)) => {
                         eprintln!("keys: issuer {issuer} {}: refused: {reason}", self.source.url);
-                        return Round::Failed;
+                        return self.count_failed();
                     }
                     Err(e) => {
                         eprintln!("keys: issuer {issuer} {}: module failed: {e}", self.source.url);
-                        return Round::Failed;
+                        return self.count_failed();
                     }
                 }
             }
@@ -205,7 +210,13 @@ impl SourceTask {
             Ok(fetched) => fetched,
             Err(e) => return self.log_failed(&jwks_url, &e),
         };
-        match self.runtime.install_keys(issuer, &document, unix_now()) {
+        let now = unix_now();
+        let installed = self.runtime.install_keys(issuer, &document, now);
+        if let Some(metrics) = &self.metrics {
+            metrics.jwks_fetched(issuer, true);
+            metrics.jwks_installed(issuer, matches!(installed, Ok(Ok(_))), now);
+        }
+        match installed {
             Ok(Ok(summary)) => {
                 eprintln!("keys: issuer {issuer} {jwks_url}: {summary}");
                 Round::Installed(max_age.map(|age| age.as_secs()))
@@ -223,6 +234,14 @@ impl SourceTask {
 
     fn log_failed(&self, url: &str, error: &FetchError) -> Round {
         eprintln!("keys: issuer {} {url}: fetch failed: {error}", self.source.issuer);
+        self.count_failed()
+    }
+
+    /// A round that got no key document (`jwks_fetch_failed`).
+    fn count_failed(&self) -> Round {
+        if let Some(metrics) = &self.metrics {
+            metrics.jwks_fetched(self.source.issuer, false);
+        }
         Round::Failed
     }
 
