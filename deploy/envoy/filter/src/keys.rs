@@ -19,6 +19,7 @@ use worker::keys::DOCUMENT_CAPACITY;
 use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, failure, log_line};
 use crate::input::HeaderMap;
 use crate::instance::INSTANCE;
+use crate::metrics;
 use crate::raw::{self, LogLevel};
 use contract::key_schedule::Schedule;
 
@@ -225,13 +226,21 @@ impl KeyFetcher {
             };
             (result >= 0, String::from_utf8_lossy(instance.output()).into_owned())
         });
+        if call.jwks {
+            metrics::count_key_document(self.sources[i].issuer, accepted, now / 1000);
+        }
         match (accepted, call.jwks) {
             (true, true) => self.finish(i, &call.url, Outcome::Installed(output), max_age, now),
             (true, false) => {
                 self.sources[i].jwks_uri = Some(output.clone());
                 self.dispatch(i, output, true, now);
             }
-            (false, _) => self.finish(i, &call.url, Outcome::Refused(output), None, now),
+            (false, jwks) => {
+                if !jwks {
+                    metrics::count_key_fetch_failed(self.sources[i].issuer);
+                }
+                self.finish(i, &call.url, Outcome::Refused(output), None, now);
+            }
         }
     }
 
@@ -255,6 +264,9 @@ impl KeyFetcher {
         source.call = None;
         let level = if outcome.is_warning() { LogLevel::Warn } else { LogLevel::Info };
         raw::log(level, &log_line(source.issuer, url, &outcome));
+        if matches!(outcome, Outcome::Failed(_)) {
+            metrics::count_key_fetch_failed(source.issuer);
+        }
         match outcome {
             Outcome::Installed(_) => source.schedule.succeeded(now, max_age),
             Outcome::Refused(_) | Outcome::Failed(_) => {
