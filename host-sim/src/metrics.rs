@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use contract::outcome::{self, Cache, LabelName, Labels};
 use http::{Response, StatusCode};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -37,27 +37,27 @@ use crate::listen;
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DecisionLabels {
     /// `forwarded`, `public`, `preflight`, or why the request was turned away.
-    pub outcome: &'static str,
+    pub outcome: Value,
     /// The rule that applied.
-    pub rule: &'static str,
+    pub rule: Value,
     /// The route the request went, or would have gone, to.
-    pub route: &'static str,
+    pub route: Value,
     /// The issuer whose token was verified.
-    pub issuer: &'static str,
+    pub issuer: Value,
 }
 
 /// An issuer's key fetches are counted by its name.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct IssuerLabel {
     /// The issuer's `iss` (`-`: it accepts any), or its index without a label table.
-    pub issuer: &'static str,
+    pub issuer: Value,
 }
 
 /// An upstream's answers are counted by route and status.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UpstreamLabels {
     /// The route the request was forwarded on.
-    pub route: &'static str,
+    pub route: Value,
     /// The upstream's status.
     pub status: u16,
 }
@@ -67,16 +67,16 @@ pub struct UpstreamLabels {
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct UpstreamFailureLabels {
     /// The route the request was forwarded on.
-    pub route: &'static str,
+    pub route: Value,
     /// The host's answer: `upstream_unavailable`, `upstream_timed_out`, ...
-    pub outcome: &'static str,
+    pub outcome: Value,
 }
 
 /// An upstream's latency is measured per route.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabel {
     /// The route the request was forwarded on.
-    pub route: &'static str,
+    pub route: Value,
 }
 
 /// The names the module's indices stand for, read once from the module.
@@ -87,11 +87,30 @@ pub struct Names {
     issuers: Vec<&'static str>,
 }
 
-/// A name kept for the life of the process, escaped for a Prometheus label
-/// value (the text encoder writes values as they are). Called once per
-/// name of the module's tables, at start.
+/// A name kept for the life of the process. Called once per name of the
+/// module's tables, at start.
 fn kept(name: &str) -> &'static str {
-    Box::leak(name.replace('\\', "\\\\").replace('"', "\\\"").into_boxed_str())
+    Box::leak(name.to_owned().into_boxed_str())
+}
+
+/// A label value, escaped as the text format wants it (the encoder
+/// writes values as they are): `\`, `"` and a line end escaped.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub struct Value(pub &'static str);
+
+impl EncodeLabelValue for Value {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        use std::fmt::Write as _;
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Names {
@@ -117,10 +136,10 @@ impl Names {
     /// The labels a decision with `labels` is counted by.
     pub fn decision(&self, labels: &Labels) -> DecisionLabels {
         DecisionLabels {
-            outcome: outcome::name(labels.outcome).unwrap_or("unknown"),
-            rule: pick(&self.rules, labels.rule.map(usize::from)),
-            route: self.route(labels.route),
-            issuer: pick(&self.issuers, labels.issuer.map(usize::from)),
+            outcome: Value(outcome::name(labels.outcome).unwrap_or("unknown")),
+            rule: Value(pick(&self.rules, labels.rule.map(usize::from))),
+            route: Value(self.route(labels.route)),
+            issuer: Value(pick(&self.issuers, labels.issuer.map(usize::from))),
         }
     }
 
@@ -333,14 +352,14 @@ impl Metrics {
     /// Counts the upstream's answer on route `route`: its status, or the
     /// outcome of the host's own answer when it gave none, and the time it took.
     pub fn upstream(&self, route: Option<u16>, answer: Result<StatusCode, u8>, took: Duration) {
-        let route = self.names.route(route);
+        let route = Value(self.names.route(route));
         match answer {
             Ok(status) => self
                 .upstream_responses
                 .get_or_create(&UpstreamLabels { route, status: status.as_u16() })
                 .inc(),
             Err(id) => {
-                let outcome = outcome::name(id).unwrap_or("unknown");
+                let outcome = Value(outcome::name(id).unwrap_or("unknown"));
                 self.upstream_failures.get_or_create(&UpstreamFailureLabels { route, outcome }).inc()
             }
         };
@@ -354,14 +373,14 @@ impl Metrics {
 
     /// Counts a key fetch of `issuer`: a document fetched, or none.
     pub fn jwks_fetched(&self, issuer: u8, ok: bool) {
-        let label = IssuerLabel { issuer: self.names.issuer(issuer) };
+        let label = IssuerLabel { issuer: Value(self.names.issuer(issuer)) };
         if ok { &self.jwks_fetch_success } else { &self.jwks_fetch_failed }.get_or_create(&label).inc();
     }
 
     /// Counts what the module did with a document of `issuer`'s at `now`
     /// (Unix seconds): installed or refused.
     pub fn jwks_installed(&self, issuer: u8, installed: bool, now: f64) {
-        let label = IssuerLabel { issuer: self.names.issuer(issuer) };
+        let label = IssuerLabel { issuer: Value(self.names.issuer(issuer)) };
         if installed {
             self.jwks_installed.get_or_create(&label).inc();
             self.jwks_installed_at.get_or_create(&label).set(now);
@@ -431,17 +450,10 @@ mod tests {
             cache: Cache::Miss,
         };
         let got = names().decision(&labels);
-        assert_eq!(
-            got,
-            DecisionLabels {
-                outcome: "expired",
-                rule: "rules[1]",
-                route: "orders",
-                issuer: "https://a.example/\\\"x"
-            }
-        );
+        let expected = ["expired", "rules[1]", "orders", "https://a.example/\"x"].map(Value);
+        assert_eq!([got.outcome, got.rule, got.route, got.issuer], expected);
         let none = names().decision(&Labels::of(outcome::id("missing_authorization")));
-        assert_eq!((none.rule, none.route, none.issuer), ("", "", ""));
+        assert_eq!([none.rule, none.route, none.issuer], ["", "", ""].map(Value));
         assert_eq!(names().route(Some(9)), "unknown");
     }
 
