@@ -52,7 +52,12 @@ pub fn stat_name(base: &str, labels: &[(&str, &str)]) -> String {
         name.push(';');
         name.push_str(label);
         name.push('=');
-        name.push_str(&value.replace(';', "%3B"));
+        for c in value.chars() {
+            match c {
+                ';' => name.push_str("%3B"),
+                c => name.push(c),
+            }
+        }
     }
     name
 }
@@ -100,7 +105,6 @@ pub(crate) use counting::{count_key_document, count_key_fetch_failed};
 #[cfg(target_arch = "wasm32")]
 mod counting {
     use std::cell::RefCell;
-    use std::collections::BTreeMap;
 
     use contract::outcome::{self, Cache, Labels};
     use worker::abi::compiled_config;
@@ -111,16 +115,20 @@ mod counting {
     /// A decision's labels as a key: outcome, rule, route, issuer.
     type Key = (u8, Option<u16>, Option<u16>, Option<u8>);
 
+    /// The ids Envoy gave this VM's metrics. Plain vectors rather than maps:
+    /// they stay small (label sets the config bounds), and a map's code
+    /// would weigh more in the filter than the counting itself.
     #[derive(Default)]
     struct Registry {
-        decisions: BTreeMap<Key, u32>,
-        /// Every other metric by its full name.
-        named: BTreeMap<String, u32>,
+        /// Decisions by their labels, sorted by them.
+        decisions: Vec<(Key, u32)>,
+        /// Every other metric by its base name and issuer.
+        named: Vec<((&'static str, Option<u8>), u32)>,
     }
 
     thread_local! {
         /// This VM's metric ids (Envoy calls a VM from one thread).
-        static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+        static REGISTRY: RefCell<Registry> = const { RefCell::new(Registry { decisions: Vec::new(), named: Vec::new() }) };
     }
 
     /// The names of the compiled config's rules, routes and issuers.
@@ -137,15 +145,20 @@ mod counting {
         Names { rules: config.policy.rule_names, routes, issuers }
     }
 
-    /// The id of `name`, defined now if this VM has not seen it; `None`
-    /// when Envoy refuses it (the count is then lost, never the request).
-    fn id(registry: &mut Registry, kind: MetricType, name: impl FnOnce() -> String) -> Option<u32> {
-        let name = name();
-        if let Some(id) = registry.named.get(&name) {
+    /// The id of metric `base` (of `issuer`), defined now if this VM has
+    /// not seen it; `None` when Envoy refuses it (the count is then lost,
+    /// never the request).
+    fn id(registry: &mut Registry, kind: MetricType, base: &'static str, issuer: Option<u8>) -> Option<u32> {
+        let key = (base, issuer);
+        if let Some((_, id)) = registry.named.iter().find(|(k, _)| *k == key) {
             return Some(*id);
         }
+        let name = match issuer {
+            Some(issuer) => names().issuer(base, issuer),
+            None => base.to_owned(),
+        };
         let id = raw::define_metric(kind, &name).ok()?;
-        registry.named.insert(name, id);
+        registry.named.push((key, id));
         Some(id)
     }
 
@@ -164,11 +177,11 @@ mod counting {
         REGISTRY.with(|registry| {
             let Ok(mut registry) = registry.try_borrow_mut() else { return };
             let key = (labels.outcome, labels.rule, labels.route, labels.issuer);
-            let decision = match registry.decisions.get(&key) {
-                Some(id) => Some(*id),
-                None => {
+            let decision = match registry.decisions.binary_search_by_key(&key, |(k, _)| *k) {
+                Ok(at) => Some(registry.decisions[at].1),
+                Err(at) => {
                     raw::define_metric(MetricType::Counter, &names().decision(labels)).ok().inspect(|id| {
-                        registry.decisions.insert(key, *id);
+                        registry.decisions.insert(at, (key, *id));
                     })
                 }
             };
@@ -179,7 +192,7 @@ mod counting {
                 (labels.outcome != outcome::PREFLIGHT).then_some(DENIED)
             };
             if let Some(verdict) = verdict {
-                increment(id(&mut registry, MetricType::Counter, || verdict.to_owned()));
+                increment(id(&mut registry, MetricType::Counter, verdict, None));
             }
             let cache = match labels.cache {
                 Cache::Hit => Some(CACHE_HIT),
@@ -187,37 +200,34 @@ mod counting {
                 Cache::None => None,
             };
             if let Some(cache) = cache {
-                increment(id(&mut registry, MetricType::Counter, || cache.to_owned()));
+                increment(id(&mut registry, MetricType::Counter, cache, None));
             }
         });
     }
 
-    #[cfg(runtime_keys)]
     /// Counts a key document of `issuer`'s fetched and installed (at Unix
     /// second `now`) or refused.
+    #[cfg(runtime_keys)]
     pub(crate) fn count_key_document(issuer: u8, installed: bool, now: u64) {
         REGISTRY.with(|registry| {
             let Ok(mut registry) = registry.try_borrow_mut() else { return };
-            let names = names();
-            increment(id(&mut registry, MetricType::Counter, || names.issuer(JWKS_FETCH_SUCCESS, issuer)));
+            increment(id(&mut registry, MetricType::Counter, JWKS_FETCH_SUCCESS, Some(issuer)));
             let verdict = if installed { JWKS_INSTALLED } else { JWKS_REFUSED };
-            increment(id(&mut registry, MetricType::Counter, || names.issuer(verdict, issuer)));
+            increment(id(&mut registry, MetricType::Counter, verdict, Some(issuer)));
             if installed
-                && let Some(at) =
-                    id(&mut registry, MetricType::Gauge, || names.issuer(JWKS_INSTALLED_AT, issuer))
+                && let Some(at) = id(&mut registry, MetricType::Gauge, JWKS_INSTALLED_AT, Some(issuer))
             {
                 let _ = raw::record_metric(at, now);
             }
         });
     }
 
-    #[cfg(runtime_keys)]
     /// Counts a key fetch of `issuer`'s that got no key document.
+    #[cfg(runtime_keys)]
     pub(crate) fn count_key_fetch_failed(issuer: u8) {
         REGISTRY.with(|registry| {
             let Ok(mut registry) = registry.try_borrow_mut() else { return };
-            let names = names();
-            increment(id(&mut registry, MetricType::Counter, || names.issuer(JWKS_FETCH_FAILED, issuer)));
+            increment(id(&mut registry, MetricType::Counter, JWKS_FETCH_FAILED, Some(issuer)));
         });
     }
 }
