@@ -8,6 +8,7 @@
 // requests (`host-sim eval`), and the statuses the client saw for the
 // rotation. Every PromQL expression of the Grafana dashboard
 // (deploy/grafana/gateway.json) must name metrics Prometheus scraped, and
+// evaluate, and the alerting rules (deploy/prometheus/alerts.yml) load and
 // evaluate.
 //
 // `make test` installs the package (scripts/test-extra.sh); without it the
@@ -78,7 +79,8 @@ async function startPrometheus(jobs) {
   const dir = mkdtempSync(join(tmpdir(), "gateway-prometheus-"));
   const scrapes = Object.entries(jobs).map(([name, { targets, path }]) =>
     `  - job_name: ${name}\n    metrics_path: ${path}\n    static_configs:\n      - targets: [${targets.map((t) => `"${t}"`).join(", ")}]\n`);
-  writeFileSync(join(dir, "prometheus.yml"), `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${scrapes.join("")}`);
+  const rules = `rule_files:\n  - "${join(ROOT, "deploy", "prometheus", "alerts.yml")}"\n`;
+  writeFileSync(join(dir, "prometheus.yml"), `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${scrapes.join("")}`);
   const port = await freePort();
   const proc = startProcess(PROMETHEUS, [
     `--config.file=${join(dir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dir, "data")}`,
@@ -94,6 +96,11 @@ async function startPrometheus(jobs) {
       const body = await res.json();
       if (body.status !== "success") throw new Error(`${expr}: ${body.error}`);
       return body.data.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
+    },
+    /** The alerting rules Prometheus loaded, with their health. */
+    async rules() {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/rules`, { signal: AbortSignal.timeout(10000) });
+      return (await res.json()).data.groups.flatMap((g) => g.rules);
     },
     async names() {
       const res = await fetch(`http://127.0.0.1:${port}/api/v1/label/__name__/values`, { signal: AbortSignal.timeout(10000) });
@@ -256,6 +263,15 @@ describe("a real Prometheus scrapes host-sim and Envoy", { skip, timeout: 240000
       assert.deepEqual(fresh.map((r) => r.metric.issuer).sort(), [IDP, JWKS]);
     });
   }
+
+  test("the alerting rules (deploy/prometheus/alerts.yml) load and evaluate", async () => {
+    const rules = await prometheus.rules();
+    assert.deepEqual(rules.map((r) => r.name).sort(), ["GatewayKeyRejections", "GatewayKeysStale", "GatewayRuleDenials"]);
+    for (const rule of rules) {
+      assert.equal(rule.health, "ok", `${rule.name}: ${rule.lastError}`);
+      for (const name of metricNames(rule.query)) assert.ok((await prometheus.names()).includes(name), name);
+    }
+  });
 
   test("every expression of the Grafana dashboard names scraped metrics and evaluates", async () => {
     const scraped = new Set(await prometheus.names());
