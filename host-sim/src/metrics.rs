@@ -10,180 +10,62 @@
 //! contract's table (`contract::outcome::NAMES`), and the rule, route and
 //! issuer named by the module's `labels` and `routes` exports (from the
 //! config), never by anything a request carries. The names are read once,
-//! at start, and kept for the life of the process, so a request counts
-//! without allocating.
+//! at start, and kept for the life of the process. Each serving thread
+//! counts into a shard of its own (`metrics/shard.rs`), which a scrape adds
+//! up: a request is counted by its indices, and named only when scraped.
 
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
-use contract::outcome::{self, Cache, LabelName, Labels};
+use contract::outcome::{self, Cache, Labels};
 use http::{Response, StatusCode};
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use runtime::Runtime;
+
+mod names;
+mod shard;
+
+pub use names::{
+    DecisionLabels, IssuerLabel, Names, RouteLabel, UpstreamFailureLabels, UpstreamLabels, Value,
+};
+pub use shard::Shard;
+use shard::{BUCKETS, Buckets, locked, upper_bound};
 
 use crate::body::{Body, full};
 use crate::limits::ClientLimits;
 use crate::listen;
 
-/// What a decision is counted by: the outcome's name, and the names of
-/// the rule, route and issuer (empty when none applied).
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct DecisionLabels {
-    /// `forwarded`, `public`, `preflight`, or why the request was turned away.
-    pub outcome: Value,
-    /// The rule that applied.
-    pub rule: Value,
-    /// The route the request went, or would have gone, to.
-    pub route: Value,
-    /// The issuer whose token was verified.
-    pub issuer: Value,
-}
-
-/// An issuer's key fetches are counted by its name.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct IssuerLabel {
-    /// The issuer's `iss` (`-`: it accepts any), or its index without a label table.
-    pub issuer: Value,
-}
-
-/// An upstream's answers are counted by route and status.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct UpstreamLabels {
-    /// The route the request was forwarded on.
-    pub route: Value,
-    /// The upstream's status.
-    pub status: u16,
-}
-
-/// Forwards that got no upstream answer are counted by route and by the
-/// host's own answer.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct UpstreamFailureLabels {
-    /// The route the request was forwarded on.
-    pub route: Value,
-    /// The host's answer: `upstream_unavailable`, `upstream_timed_out`, ...
-    pub outcome: Value,
-}
-
-/// An upstream's latency is measured per route.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RouteLabel {
-    /// The route the request was forwarded on.
-    pub route: Value,
-}
-
-/// The names the module's indices stand for, read once from the module.
-#[derive(Debug, Clone, Default)]
-pub struct Names {
-    rules: Vec<&'static str>,
-    routes: Vec<&'static str>,
-    issuers: Vec<&'static str>,
-}
-
-/// A name kept for the life of the process. Called once per name of the
-/// module's tables, at start.
-fn kept(name: &str) -> &'static str {
-    Box::leak(name.to_owned().into_boxed_str())
-}
-
-/// A label value, escaped as the text format wants it (the encoder
-/// writes values as they are): `\`, `"` and a line end escaped.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub struct Value(pub &'static str);
-
-impl EncodeLabelValue for Value {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
-        use std::fmt::Write as _;
-        for c in self.0.chars() {
-            match c {
-                '\\' => encoder.write_str("\\\\")?,
-                '"' => encoder.write_str("\\\"")?,
-                '\n' => encoder.write_str("\\n")?,
-                c => encoder.write_char(c)?,
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Names {
-    /// The names of `runtime`'s module: its routes' audiences, and its
-    /// rules and issuers from its label table (a module without one has a
-    /// single issuer, `0`).
-    pub fn of(runtime: &Runtime) -> Result<Names, runtime::GuestError> {
-        let routes = runtime.routes()?.iter().map(|(aud, _)| kept(aud)).collect();
-        let table = runtime.labels()?;
-        let mut names = Names { routes, ..Names::default() };
-        for name in outcome::label_names(&table) {
-            match name {
-                LabelName::Rule(name) => names.rules.push(kept(name)),
-                LabelName::Issuer(name) => names.issuers.push(kept(name)),
-            }
-        }
-        if table.is_empty() {
-            names.issuers.push("0");
-        }
-        Ok(names)
-    }
-
-    /// The labels a decision with `labels` is counted by.
-    pub fn decision(&self, labels: &Labels) -> DecisionLabels {
-        DecisionLabels {
-            outcome: Value(outcome::name(labels.outcome).unwrap_or("unknown")),
-            rule: Value(pick(&self.rules, labels.rule.map(usize::from))),
-            route: Value(self.route(labels.route)),
-            issuer: Value(pick(&self.issuers, labels.issuer.map(usize::from))),
-        }
-    }
-
-    /// The name of route `index`, empty for none.
-    pub fn route(&self, index: Option<u16>) -> &'static str {
-        pick(&self.routes, index.map(usize::from))
-    }
-
-    /// The name of issuer `index`.
-    pub fn issuer(&self, index: u8) -> &'static str {
-        pick(&self.issuers, Some(usize::from(index)))
-    }
-}
-
-/// The name at `index`, empty for none, `unknown` past the table's end.
-fn pick(names: &[&'static str], index: Option<usize>) -> &'static str {
-    index.map_or("", |i| names.get(i).copied().unwrap_or("unknown"))
-}
-
-/// Every metric `serve` keeps, shared by its threads.
+/// Every metric `serve` keeps: the serving threads' shards, the key
+/// fetches, the connections, and the registry that encodes them.
 #[derive(Debug)]
 pub struct Metrics {
-    /// The names the labels come from.
-    pub names: Names,
+    inner: Arc<Inner>,
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
-    allowed: Counter,
-    denied: Counter,
-    cache_hit: Counter,
-    cache_miss: Counter,
-    jwks_fetch_success: Family<IssuerLabel, Counter>,
-    jwks_fetch_failed: Family<IssuerLabel, Counter>,
-    jwks_installed: Family<IssuerLabel, Counter>,
-    jwks_refused: Family<IssuerLabel, Counter>,
-    jwks_installed_at: Family<IssuerLabel, Gauge<f64, AtomicU64>>,
-    decision_seconds: Histogram,
-    request_seconds: Histogram,
-    upstream_responses: Family<UpstreamLabels, Counter>,
-    upstream_failures: Family<UpstreamFailureLabels, Counter>,
-    upstream_seconds: Family<RouteLabel, Histogram>,
     /// Connections accepted, and open now.
     pub connections: Connections,
-    instances: Counter,
-    deadline_hits: Counter,
+}
+
+/// What a scrape reads: the names, every thread's shard, the key fetches.
+#[derive(Debug, Default)]
+struct Inner {
+    names: Names,
+    shards: Mutex<Vec<Arc<Shard>>>,
+    keys: Mutex<HashMap<u8, KeyCounts>>,
+}
+
+/// One issuer's key fetches (rare: kept behind one mutex).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyCounts {
+    fetched: u64,
+    failed: u64,
+    installed: u64,
+    refused: u64,
+    installed_at: Option<f64>,
 }
 
 /// The connection counters the serving threads keep.
@@ -195,197 +77,65 @@ pub struct Connections {
     pub open: Gauge,
 }
 
-/// Latency buckets from 10 µs to about 10 s, doubling.
-fn latency_buckets() -> impl Iterator<Item = f64> {
-    exponential_buckets(10e-6, 2.0, 21)
+/// One thread's way to count: its own shard (see `shard.rs`).
+#[derive(Debug, Clone)]
+pub struct Recorder(Arc<Shard>);
+
+impl std::ops::Deref for Recorder {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        &self.0
+    }
 }
 
 impl Metrics {
     /// Every metric at zero, labelled with `names`.
     pub fn new(names: Names) -> Metrics {
+        let inner = Arc::new(Inner { names, ..Inner::default() });
+        let connections = Connections::default();
         let mut registry = Registry::default();
-        let latency = || Histogram::new(latency_buckets());
-        let metrics = Metrics {
-            names,
-            decisions: Family::default(),
-            allowed: Counter::default(),
-            denied: Counter::default(),
-            cache_hit: Counter::default(),
-            cache_miss: Counter::default(),
-            jwks_fetch_success: Family::default(),
-            jwks_fetch_failed: Family::default(),
-            jwks_installed: Family::default(),
-            jwks_refused: Family::default(),
-            jwks_installed_at: Family::default(),
-            decision_seconds: latency(),
-            request_seconds: latency(),
-            upstream_responses: Family::default(),
-            upstream_failures: Family::default(),
-            upstream_seconds: Family::new_with_constructor(|| Histogram::new(latency_buckets())),
-            connections: Connections::default(),
-            instances: Counter::default(),
-            deadline_hits: Counter::default(),
-            registry: Registry::default(),
-        };
-        let r = &mut registry;
-        r.register(
-            "gateway_decisions",
-            "Decisions by outcome, rule, route and issuer",
-            metrics.decisions.clone(),
-        );
-        r.register(
-            "gateway_allowed",
-            "Requests the gateway let through (jwt_authn's allowed)",
-            metrics.allowed.clone(),
-        );
-        r.register(
-            "gateway_denied",
-            "Requests the gateway turned away (jwt_authn's denied)",
-            metrics.denied.clone(),
-        );
-        r.register(
-            "gateway_jwt_cache_hit",
-            "Tokens found in the cache of verified tokens",
-            metrics.cache_hit.clone(),
-        );
-        r.register(
-            "gateway_jwt_cache_miss",
-            "Tokens whose signature was verified",
-            metrics.cache_miss.clone(),
-        );
-        r.register(
-            "gateway_jwks_fetch_success",
-            "Key documents fetched, per issuer",
-            metrics.jwks_fetch_success.clone(),
-        );
-        r.register(
-            "gateway_jwks_fetch_failed",
-            "Key fetches that failed, per issuer",
-            metrics.jwks_fetch_failed.clone(),
-        );
-        r.register(
-            "gateway_jwks_installed",
-            "Key documents the module installed, per issuer",
-            metrics.jwks_installed.clone(),
-        );
-        r.register(
-            "gateway_jwks_refused",
-            "Key documents the module refused, per issuer",
-            metrics.jwks_refused.clone(),
-        );
-        r.register(
-            "gateway_jwks_installed_timestamp_seconds",
-            "When an issuer's keys were last installed (Unix seconds)",
-            metrics.jwks_installed_at.clone(),
-        );
-        r.register(
-            "gateway_decision_duration_seconds",
-            "Time the module took to decide",
-            metrics.decision_seconds.clone(),
-        );
-        r.register(
-            "gateway_request_duration_seconds",
-            "Time from the request head to the response head, upstream included",
-            metrics.request_seconds.clone(),
-        );
-        r.register(
-            "gateway_upstream_responses",
-            "Upstream answers by route and status",
-            metrics.upstream_responses.clone(),
-        );
-        r.register(
-            "gateway_upstream_failures",
-            "Forwards without an upstream answer, by route and the host's answer",
-            metrics.upstream_failures.clone(),
-        );
-        r.register(
-            "gateway_upstream_duration_seconds",
-            "Time from sending upstream to its response head, per route",
-            metrics.upstream_seconds.clone(),
-        );
-        r.register(
-            "gateway_connections",
-            "Client connections accepted",
-            metrics.connections.accepted.clone(),
-        );
-        r.register(
+        for what in View::ALL {
+            let (name, help) = what.describe();
+            registry.register(name, help, Viewed { inner: Arc::clone(&inner), what });
+        }
+        registry.register("gateway_connections", "Client connections accepted", connections.accepted.clone());
+        registry.register(
             "gateway_connections_open",
             "Client connections open now",
-            metrics.connections.open.clone(),
+            connections.open.clone(),
         );
-        r.register("gateway_instances", "Module instances made", metrics.instances.clone());
-        r.register(
-            "gateway_deadline_hits",
-            "Decisions stopped at the CPU deadline",
-            metrics.deadline_hits.clone(),
-        );
-        Metrics { registry, ..metrics }
+        Metrics { inner, registry, connections }
     }
 
-    /// Counts one decision (or the host's own answer when the module gave
-    /// none) and the time the module took.
-    pub fn decided(&self, labels: &Labels, took: Duration) {
-        self.decisions.get_or_create(&self.names.decision(labels)).inc();
-        if outcome::allowed(labels.outcome) {
-            self.allowed.inc();
-        } else if labels.outcome != outcome::PREFLIGHT {
-            self.denied.inc();
-        }
-        match labels.cache {
-            Cache::Hit => self.cache_hit.inc(),
-            Cache::Miss => self.cache_miss.inc(),
-            Cache::None => 0,
-        };
-        self.decision_seconds.observe(took.as_secs_f64());
+    /// The names the labels come from.
+    pub fn names(&self) -> &Names {
+        &self.inner.names
     }
 
-    /// Counts one instance made for a decision.
-    pub fn instance_made(&self) {
-        self.instances.inc();
-    }
-
-    /// Counts one decision stopped at the CPU deadline.
-    pub fn deadline_hit(&self) {
-        self.deadline_hits.inc();
-    }
-
-    /// Counts the upstream's answer on route `route`: its status, or the
-    /// outcome of the host's own answer when it gave none, and the time it took.
-    pub fn upstream(&self, route: Option<u16>, answer: Result<StatusCode, u8>, took: Duration) {
-        let route = Value(self.names.route(route));
-        match answer {
-            Ok(status) => self
-                .upstream_responses
-                .get_or_create(&UpstreamLabels { route, status: status.as_u16() })
-                .inc(),
-            Err(id) => {
-                let outcome = Value(outcome::name(id).unwrap_or("unknown"));
-                self.upstream_failures.get_or_create(&UpstreamFailureLabels { route, outcome }).inc()
-            }
-        };
-        self.upstream_seconds.get_or_create(&RouteLabel { route }).observe(took.as_secs_f64());
-    }
-
-    /// Times one whole request.
-    pub fn request(&self, took: Duration) {
-        self.request_seconds.observe(took.as_secs_f64());
+    /// A recorder for one serving thread, with a shard of its own.
+    pub fn recorder(&self) -> Recorder {
+        let shard = Arc::new(Shard::default());
+        locked(&self.inner.shards).push(Arc::clone(&shard));
+        Recorder(shard)
     }
 
     /// Counts a key fetch of `issuer`: a document fetched, or none.
     pub fn jwks_fetched(&self, issuer: u8, ok: bool) {
-        let label = IssuerLabel { issuer: Value(self.names.issuer(issuer)) };
-        if ok { &self.jwks_fetch_success } else { &self.jwks_fetch_failed }.get_or_create(&label).inc();
+        let mut keys = locked(&self.inner.keys);
+        let counts = keys.entry(issuer).or_default();
+        if ok { counts.fetched += 1 } else { counts.failed += 1 }
     }
 
     /// Counts what the module did with a document of `issuer`'s at `now`
     /// (Unix seconds): installed or refused.
     pub fn jwks_installed(&self, issuer: u8, installed: bool, now: f64) {
-        let label = IssuerLabel { issuer: Value(self.names.issuer(issuer)) };
+        let mut keys = locked(&self.inner.keys);
+        let counts = keys.entry(issuer).or_default();
         if installed {
-            self.jwks_installed.get_or_create(&label).inc();
-            self.jwks_installed_at.get_or_create(&label).set(now);
+            counts.installed += 1;
+            counts.installed_at = Some(now);
         } else {
-            self.jwks_refused.get_or_create(&label).inc();
+            counts.refused += 1;
         }
     }
 
@@ -395,6 +145,251 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+}
+
+/// Each metric made of the shards and key counts, encoded at scrape time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    Decisions,
+    Allowed,
+    Denied,
+    CacheHit,
+    CacheMiss,
+    JwksFetchSuccess,
+    JwksFetchFailed,
+    JwksInstalled,
+    JwksRefused,
+    JwksInstalledAt,
+    DecisionSeconds,
+    RequestSeconds,
+    UpstreamResponses,
+    UpstreamFailures,
+    UpstreamSeconds,
+    Instances,
+    DeadlineHits,
+}
+
+impl View {
+    const ALL: [View; 17] = [
+        View::Decisions,
+        View::Allowed,
+        View::Denied,
+        View::CacheHit,
+        View::CacheMiss,
+        View::JwksFetchSuccess,
+        View::JwksFetchFailed,
+        View::JwksInstalled,
+        View::JwksRefused,
+        View::JwksInstalledAt,
+        View::DecisionSeconds,
+        View::RequestSeconds,
+        View::UpstreamResponses,
+        View::UpstreamFailures,
+        View::UpstreamSeconds,
+        View::Instances,
+        View::DeadlineHits,
+    ];
+
+    /// Its name (counters without `_total`, which the encoder adds) and help.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            View::Decisions => ("gateway_decisions", "Decisions by outcome, rule, route and issuer"),
+            View::Allowed => ("gateway_allowed", "Requests the gateway let through (jwt_authn's allowed)"),
+            View::Denied => ("gateway_denied", "Requests the gateway turned away (jwt_authn's denied)"),
+            View::CacheHit => ("gateway_jwt_cache_hit", "Tokens found in the cache of verified tokens"),
+            View::CacheMiss => ("gateway_jwt_cache_miss", "Tokens whose signature was verified"),
+            View::JwksFetchSuccess => ("gateway_jwks_fetch_success", "Key documents fetched, per issuer"),
+            View::JwksFetchFailed => {
+                ("gateway_jwks_fetch_failed", "Key fetches that got no document, per issuer")
+            }
+            View::JwksInstalled => {
+                ("gateway_jwks_installed", "Key documents the module installed, per issuer")
+            }
+            View::JwksRefused => ("gateway_jwks_refused", "Key documents the module refused, per issuer"),
+            View::JwksInstalledAt => (
+                "gateway_jwks_installed_timestamp_seconds",
+                "When an issuer's keys were last installed (Unix seconds)",
+            ),
+            View::DecisionSeconds => ("gateway_decision_duration_seconds", "Time the module took to decide"),
+            View::RequestSeconds => (
+                "gateway_request_duration_seconds",
+                "Time from the request head to the response head, upstream included",
+            ),
+            View::UpstreamResponses => ("gateway_upstream_responses", "Upstream answers by route and status"),
+            View::UpstreamFailures => (
+                "gateway_upstream_failures",
+                "Forwards without an upstream answer, by route and the host's answer",
+            ),
+            View::UpstreamSeconds => (
+                "gateway_upstream_duration_seconds",
+                "Time from sending upstream to its response head, per route",
+            ),
+            View::Instances => ("gateway_instances", "Module instances made"),
+            View::DeadlineHits => ("gateway_deadline_hits", "Decisions stopped at the CPU deadline"),
+        }
+    }
+}
+
+/// A [`View`] of the counts, registered once.
+#[derive(Debug)]
+struct Viewed {
+    inner: Arc<Inner>,
+    what: View,
+}
+
+/// A histogram added up over the shards.
+#[derive(Default)]
+struct Merged {
+    counts: [u64; BUCKETS + 1],
+    sum: f64,
+}
+
+impl Merged {
+    fn add(&mut self, buckets: &Buckets) {
+        buckets.add_to(&mut self.counts, &mut self.sum);
+    }
+
+    fn encode(&self, encoder: &mut MetricEncoder<'_>) -> std::fmt::Result {
+        let buckets: Vec<(f64, u64)> = (0..=BUCKETS).map(|i| (upper_bound(i), self.counts[i])).collect();
+        encoder.encode_histogram::<NoLabelSet>(self.sum, self.counts.iter().sum(), &buckets, None)
+    }
+}
+
+impl Viewed {
+    /// The sum over the shards of what `pick` reads from each.
+    fn total(&self, pick: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        locked(&self.inner.shards).iter().map(|shard| pick(shard).load(Relaxed)).sum()
+    }
+
+    /// The sum over the shards of the map `pick` reads from each.
+    fn merged<K: Copy + Eq + std::hash::Hash + Ord>(
+        &self,
+        pick: impl Fn(&Shard) -> &Mutex<HashMap<K, u64>>,
+    ) -> Vec<(K, u64)> {
+        let mut sums: HashMap<K, u64> = HashMap::new();
+        for shard in locked(&self.inner.shards).iter() {
+            for (key, count) in locked(pick(shard)).iter() {
+                *sums.entry(*key).or_default() += count;
+            }
+        }
+        let mut sums: Vec<_> = sums.into_iter().collect();
+        sums.sort_unstable();
+        sums
+    }
+
+    /// One issuer-labelled family from the key counts.
+    fn per_issuer<V>(
+        &self,
+        encoder: &mut MetricEncoder<'_>,
+        pick: impl Fn(&KeyCounts) -> Option<V>,
+        each: impl Fn(MetricEncoder<'_>, V) -> std::fmt::Result,
+    ) -> std::fmt::Result {
+        let keys = locked(&self.inner.keys);
+        let mut issuers: Vec<_> = keys.iter().collect();
+        issuers.sort_unstable_by_key(|(issuer, _)| **issuer);
+        for (issuer, counts) in issuers {
+            if let Some(value) = pick(counts) {
+                let label = IssuerLabel { issuer: Value(self.inner.names.issuer(*issuer)) };
+                each(encoder.encode_family(&label)?, value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn counter(mut encoder: MetricEncoder<'_>, value: u64) -> std::fmt::Result {
+    encoder.encode_counter::<NoLabelSet, _, u64>(&value, None)
+}
+
+impl EncodeMetric for Viewed {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> std::fmt::Result {
+        let names = &self.inner.names;
+        let route = |index: Option<u16>| Value(names.route(index));
+        match self.what {
+            View::Decisions => {
+                for ((outcome, rule, route, issuer), count) in self.merged(|s| &s.decisions) {
+                    let labels = Labels { outcome, rule, route, issuer, cache: Cache::None };
+                    counter(encoder.encode_family(&names.decision(&labels))?, count)?;
+                }
+                Ok(())
+            }
+            View::Allowed => counter(encoder, self.total(|s| &s.allowed)),
+            View::Denied => counter(encoder, self.total(|s| &s.denied)),
+            View::CacheHit => counter(encoder, self.total(|s| &s.cache_hit)),
+            View::CacheMiss => counter(encoder, self.total(|s| &s.cache_miss)),
+            View::Instances => counter(encoder, self.total(|s| &s.instances)),
+            View::DeadlineHits => counter(encoder, self.total(|s| &s.deadline_hits)),
+            View::JwksFetchSuccess => {
+                self.per_issuer(&mut encoder, |k| Some(k.fetched).filter(|n| *n > 0), counter)
+            }
+            View::JwksFetchFailed => {
+                self.per_issuer(&mut encoder, |k| Some(k.failed).filter(|n| *n > 0), counter)
+            }
+            View::JwksInstalled => {
+                self.per_issuer(&mut encoder, |k| Some(k.installed).filter(|n| *n > 0), counter)
+            }
+            View::JwksRefused => {
+                self.per_issuer(&mut encoder, |k| Some(k.refused).filter(|n| *n > 0), counter)
+            }
+            View::JwksInstalledAt => {
+                self.per_issuer(&mut encoder, |k| k.installed_at, |mut e, at| e.encode_gauge(&at))
+            }
+            View::DecisionSeconds | View::RequestSeconds => {
+                let mut merged = Merged::default();
+                for shard in locked(&self.inner.shards).iter() {
+                    merged.add(if self.what == View::DecisionSeconds {
+                        &shard.decision_time
+                    } else {
+                        &shard.request_time
+                    });
+                }
+                merged.encode(&mut encoder)
+            }
+            View::UpstreamResponses => {
+                for ((index, answer), count) in self.merged(|s| &s.upstream) {
+                    if let Ok(status) = answer {
+                        counter(
+                            encoder.encode_family(&UpstreamLabels { route: route(index), status })?,
+                            count,
+                        )?;
+                    }
+                }
+                Ok(())
+            }
+            View::UpstreamFailures => {
+                for ((index, answer), count) in self.merged(|s| &s.upstream) {
+                    if let Err(id) = answer {
+                        let outcome = Value(outcome::name(id).unwrap_or("unknown"));
+                        counter(
+                            encoder.encode_family(&UpstreamFailureLabels { route: route(index), outcome })?,
+                            count,
+                        )?;
+                    }
+                }
+                Ok(())
+            }
+            View::UpstreamSeconds => {
+                let mut per_route: BTreeMap<Option<u16>, Merged> = BTreeMap::new();
+                for shard in locked(&self.inner.shards).iter() {
+                    for (index, buckets) in locked(&shard.upstream_time).iter() {
+                        per_route.entry(*index).or_default().add(buckets);
+                    }
+                }
+                for (index, merged) in per_route {
+                    merged.encode(&mut encoder.encode_family(&RouteLabel { route: route(index) })?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        match self.what {
+            View::JwksInstalledAt => MetricType::Gauge,
+            View::DecisionSeconds | View::RequestSeconds | View::UpstreamSeconds => MetricType::Histogram,
+            _ => MetricType::Counter,
+        }
     }
 }
 
@@ -430,13 +425,15 @@ fn exposition(metrics: &Metrics, path: &str) -> Response<Body> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn names() -> Names {
         Names {
             rules: vec!["admin", "rules[1]"],
             routes: vec!["orders"],
-            issuers: vec![kept("https://a.example/\"x")],
+            issuers: vec![names::kept("https://a.example/\"x")],
         }
     }
 
@@ -460,6 +457,8 @@ mod tests {
     #[test]
     fn the_exposition_counts_each_decision_once_by_its_labels() {
         let metrics = Metrics::new(names());
+        // Two threads' shards, added up by the scrape.
+        let (first, second) = (metrics.recorder(), metrics.recorder());
         let forwarded = Labels {
             outcome: outcome::FORWARDED,
             rule: None,
@@ -467,11 +466,12 @@ mod tests {
             issuer: Some(0),
             cache: Cache::Hit,
         };
-        metrics.decided(&forwarded, Duration::from_micros(20));
-        metrics.decided(&forwarded, Duration::from_micros(20));
-        metrics.decided(&Labels::of(outcome::id("expired")), Duration::from_micros(20));
-        metrics.upstream(Some(0), Ok(StatusCode::OK), Duration::from_millis(1));
-        metrics.upstream(Some(0), Err(outcome::id("upstream_unavailable")), Duration::from_millis(1));
+        first.decided(&forwarded, Duration::from_micros(20));
+        second.decided(&forwarded, Duration::from_micros(20));
+        second.decided(&Labels::of(outcome::id("expired")), Duration::from_micros(20));
+        first.upstream(Some(0), Ok(200), Duration::from_millis(1));
+        second.upstream(Some(0), Err(outcome::id("upstream_unavailable")), Duration::from_millis(1));
+        metrics.jwks_installed(0, true, 1.8e9);
         let text = metrics.render();
         let line = "gateway_decisions_total{outcome=\"forwarded\",rule=\"\",route=\"orders\",issuer=\"https://a.example/\\\"x\"} 2";
         assert!(text.contains(line), "{text}");
@@ -491,6 +491,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("gateway_decision_duration_seconds_count 3\n"), "{text}");
+        assert!(text.contains("gateway_decision_duration_seconds_bucket{le=\"0.00002\"} 3\n"), "{text}");
+        assert!(text.contains("gateway_upstream_duration_seconds_count{route=\"orders\"} 2\n"), "{text}");
+        assert!(
+            text.contains("gateway_jwks_installed_total{issuer=\"https://a.example/\\\"x\"} 1\n"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -29,7 +29,7 @@ use crate::body::Body;
 use crate::keys::KeyFetcher;
 use crate::limits::{self, LimitArgs};
 use crate::listen;
-use crate::metrics::{self, Metrics, Names};
+use crate::metrics::{self, Metrics, Names, Recorder};
 use crate::threads;
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
@@ -86,7 +86,8 @@ pub struct Gateway {
     clock: fn() -> SystemTime,
     keys: Option<Arc<KeyFetcher>>,
     names: Arc<Names>,
-    metrics: Option<Arc<Metrics>>,
+    /// The metrics, and this gateway's shard of them.
+    metrics: Option<(Arc<Metrics>, Recorder)>,
 }
 
 /// What the access log writes: nothing, text or JSON lines, and whether
@@ -128,7 +129,8 @@ impl Gateway {
 
     /// The same gateway counting into `metrics`.
     pub fn with_metrics(self, metrics: Arc<Metrics>) -> Gateway {
-        Gateway { metrics: Some(metrics), ..self }
+        let recorder = metrics.recorder();
+        Gateway { metrics: Some((metrics, recorder)), ..self }
     }
 
     /// The same gateway with its module's keys fetched by `keys`.
@@ -147,7 +149,8 @@ impl Gateway {
             forwarder: self.forwarder.own_pool(),
             keys: self.keys.clone(),
             names: Arc::clone(&self.names),
-            metrics: self.metrics.clone(),
+            // A shard of its own: no count is shared with another thread.
+            metrics: self.metrics.as_ref().map(|(metrics, _)| (Arc::clone(metrics), metrics.recorder())),
             ..*self
         })
     }
@@ -174,7 +177,7 @@ impl Gateway {
                 (self.runtime.decide_reused(&mut cell.1, input, now), made)
             }),
         };
-        if let Some(metrics) = &self.metrics {
+        if let Some((_, metrics)) = &self.metrics {
             if made {
                 metrics.instance_made();
             }
@@ -223,8 +226,8 @@ impl Gateway {
                 let sent = Instant::now();
                 let result = self.forwarder.forward(request, &forward).await;
                 done.upstream = Some(result.as_ref().map(|r| r.status()).map_err(|e| e.answer().outcome()));
-                if let (Some(metrics), Some(upstream)) = (&self.metrics, done.upstream) {
-                    metrics.upstream(forward.labels.route, upstream, sent.elapsed());
+                if let (Some((_, metrics)), Some(upstream)) = (&self.metrics, done.upstream) {
+                    metrics.upstream(forward.labels.route, upstream.map(|s| s.as_u16()), sent.elapsed());
                 }
                 match result {
                     Ok(response) => self.finish(start, logged, response, &done, note),
@@ -254,7 +257,7 @@ impl Gateway {
         note: impl FnOnce() -> String,
     ) -> Response<Body> {
         let total = start.elapsed();
-        if let Some(metrics) = &self.metrics {
+        if let Some((_, metrics)) = &self.metrics {
             metrics.decided(&done.labels, done.decided);
             metrics.request(total);
         }

@@ -462,13 +462,11 @@ impl Runtime {
             .map_err(|_| GuestError::BadOutput("route table line"))
     }
 
-    /// The module's label table (`labels` export, `ABI.md`, "Labels"): its
-    /// rules' and issuers' names, in index order, for counters and logs;
-    /// empty for a module without one (its one issuer is labelled `0`).
+    /// The module's label table (`labels` export, `ABI.md`, "Labels"), for
+    /// counters and logs; empty for a module without one (one issuer, `0`).
     pub fn labels(&self) -> Result<String, GuestError> {
         let Some(export) = self.exports.labels.as_ref() else { return Ok(String::new()) };
-        String::from_utf8(self.table(Some(export), "")?)
-            .map_err(|_| GuestError::BadOutput("label table is not text"))
+        String::from_utf8(self.table(Some(export), "")?).map_err(|_| GuestError::BadOutput("label table"))
     }
 
     /// The output of a table export (`routes`, `labels`) called in a fresh instance.
