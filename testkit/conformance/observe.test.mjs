@@ -338,3 +338,41 @@ for (const module of MODULES) {
     }
   });
 }
+
+// The text form of host-sim's access log, the default, holds no token or
+// cookie either: the same requests, every line read.
+if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
+  describe("host-sim serve's text access log", { timeout: 60000 }, () => {
+    let recorder;
+    let gateway;
+    before(async () => {
+      recorder = await startRecorder();
+      const args = overrides(recorder).flatMap(([f, t]) => ["--upstream-override", `${f}=${t}`]);
+      gateway = await startHostSim([...args, "--access-log"], 60000, FIXTURE_WASM);
+      gateway.lines = capture(gateway.proc);
+    });
+    after(async () => {
+      await gateway?.proc.stop();
+      await recorder?.close();
+    });
+
+    test("no line holds a token or a cookie, wherever the client put them", async () => {
+      const forward = MODULES[0].cases.find((c) => c.expect[0].forwarded || c.expect[0].upstream);
+      const [token] = tokensIn(forward.request);
+      const requests = [
+        forward.request,
+        `GET /orders/1?access_token=${token}&page=2 HTTP/1.1\r\nHost: gw.test\r\n\r\n`,
+        `GET /orders/1 HTTP/1.1\r\nHost: gw.test\r\nCookie: session=cookie-secret-value-4711; t=${token}\r\n\r\n`,
+        `GET /orders/1 HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${token}\r\nAuthorization: Bearer ${token}x\r\n\r\n`,
+      ];
+      for (const request of requests) await send(gateway.port, request);
+      await until(() => gateway.lines().filter((l) => l.includes('"GET /')).length >= requests.length);
+      const lines = gateway.lines().filter((l) => l.includes('"GET /'));
+      assert.equal(lines.length, requests.length, lines.join("\n"));
+      assert.ok(lines.some((l) => l.includes("?access_token=&page=")), lines.join("\n"));
+      for (const line of gateway.lines()) {
+        for (const secret of [token, "cookie-secret-value-4711"]) assert.ok(!line.includes(secret), `a line holds a secret: ${line}`);
+      }
+    });
+  });
+}
