@@ -6,10 +6,16 @@
 #                     (its default: a fresh instance per request)
 #   host-sim-reuse    the same with --isolation reuse: one instance per
 #                     thread, reused, as Envoy and workerd run the module
+#   host-sim-metrics  host-sim with --metrics: what counting costs it
+#                     (benches/observe-cost.sh; not in the default set)
 #   workerd           node_modules/.bin/workerd serve deploy/workerd/config.capnp
 #   envoy-filter      Envoy 1.40 with the gateway as a proxy-wasm filter
 #                     (dist/gateway-envoy.wasm on V8), its bootstrap rendered
 #                     from gateway.toml (target/release/envoy-filter)
+#   envoy-filter-uncounted
+#                     the filter built with its counting compiled out
+#                     (feature `uncounted`): what counting costs Envoy
+#                     (benches/observe-cost.sh; not in the default set)
 #   envoy-jwt-authn   Envoy 1.40 with its native jwt_authn filter, rendered
 #                     from gateway.toml (target/release/envoy-jwt-authn)
 #   envoy-jwt-authn-cache
@@ -155,13 +161,14 @@ for gateway in $gateways; do
   port[$gateway]=$(free_port)
   p=${port[$gateway]}
   case $gateway in
-    host-sim | host-sim-base | host-sim-reuse)
+    host-sim | host-sim-base | host-sim-reuse | host-sim-metrics)
       bin=$host_sim
       [ "$gateway" = host-sim-base ] && bin=${GATEWAYS_BASE:-}/$host_sim
       [ -x "$bin" ] || die "$bin is missing: build it with 'cargo build --release --bin host-sim' (in GATEWAYS_BASE for the base)"
       cmd=("$bin" serve --listen "127.0.0.1:$p" --wasm dist/gateway.wasm
         --upstream-override "orders=http://127.0.0.1:$up_port")
       [ "$gateway" = host-sim-reuse ] && cmd+=(--isolation reuse)
+      [ "$gateway" = host-sim-metrics ] && cmd+=(--metrics "127.0.0.1:$(free_port)")
       ;;
     workerd)
       [ -x "$workerd" ] || die "$workerd is missing: run 'make setup'"
@@ -185,13 +192,17 @@ for gateway in $gateways; do
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-filter-base | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
+    envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
       case $gateway in
-        envoy-filter | envoy-filter-base | envoy-floor*)
+        envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-floor*)
           module=$PWD/dist/gateway-envoy.wasm
           [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
+          if [ "$gateway" = envoy-filter-uncounted ]; then
+            module=$PWD/$results/gateway-envoy-uncounted.wasm
+            WORKER_FEATURES=${WORKER_FEATURES:+$WORKER_FEATURES,}uncounted WASM_OUT=$module bash build/envoy-filter.sh >&2
+          fi
           if [[ $gateway == envoy-floor* ]]; then
             module=$PWD/$results/$gateway.wasm
             node benches/peers/envoy-floor/floor.mjs "${gateway#envoy-floor}" "$results/$gateway.wat"
@@ -239,7 +250,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"

@@ -52,11 +52,13 @@ echo "==> demo upstreams (echo servers) and host-sim serve, on loopback, ephemer
 "$H" upstream --listen 127.0.0.1:0 --listen 127.0.0.1:0 --listen 127.0.0.1:0 > "$work/upstream.out" 2>&1 &
 pids+=($!)
 mapfile -t ups < <(addresses "$work/upstream.out" 3)
-"$H" serve --cwasm dist/gateway.cwasm --listen 127.0.0.1:0 --access-log \
+"$H" serve --cwasm dist/gateway.cwasm --listen 127.0.0.1:0 --access-log --metrics 127.0.0.1:0 \
   --upstream-override "orders=${ups[0]}" --upstream-override "billing=${ups[1]}" \
   --upstream-override "users=${ups[2]}" > "$work/serve.out" 2> "$work/access.log" &
 pids+=($!)
-gw=$(addresses "$work/serve.out" 1)
+# The gateway's address, then its metrics listener's.
+mapfile -t listening < <(addresses "$work/serve.out" 2)
+gw=${listening[0]} metrics=${listening[1]}
 echo "gateway: $gw (orders -> ${ups[0]}, billing -> ${ups[1]}, users -> ${ups[2]})"
 
 alice=$("$H" token --aud orders --sub alice)
@@ -89,4 +91,7 @@ echo
 echo "==> access log"
 sleep 0.2
 cat "$work/access.log"
+echo
+echo "==> what the gateway counted ($metrics/metrics; README.md, \"Watching the gateway\")"
+curl -sS --max-time 10 "$metrics/metrics" | grep -E '^gateway_(decisions|allowed|denied)_total' || true
 echo "==> demo done; stopping the servers"

@@ -16,7 +16,8 @@ node --test deploy/envoy/test/
 
 # testkit/conformance: the forwarding, attack and policy corpora (committed
 # data files) over real HTTP through every host (workerd, host-sim serve,
-# Envoy with the gateway filter) to a recording upstream.
+# Envoy with the gateway filter) to a recording upstream; and what each host
+# counts and logs of them (observe.test.mjs).
 echo "==> node --test testkit/conformance/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/conformance/
 
@@ -24,6 +25,26 @@ REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/con
 # provider that rotates keys and misbehaves on demand.
 echo "==> node --test testkit/jwks/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/jwks/
+
+# testkit/metrics: a real Prometheus (Debian's package, installed here when
+# missing) scraping host-sim serve and Envoy, and the Grafana dashboard's
+# expressions against its scrape. Skipped, saying why, only when the
+# package cannot be installed.
+prometheus_reason=""
+if [ ! -x /usr/bin/prometheus ]; then
+  echo "==> apt-get install prometheus (for testkit/metrics/prometheus.test.mjs)"
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1; }; }; then
+    prometheus_reason="apt-get could not install Debian's prometheus package"
+  fi
+fi
+if [ -z "$prometheus_reason" ]; then
+  echo "==> node --test testkit/metrics/"
+  REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=240000 testkit/metrics/
+else
+  echo "==> SKIPPED testkit/metrics/prometheus.test.mjs: $prometheus_reason"
+fi
 
 # fuzz/: a smoke run of each fuzz target (`make fuzz` runs longer).
 echo "==> security: fuzz smoke run, ${FUZZ_SMOKE_SECONDS:-10}s per target"

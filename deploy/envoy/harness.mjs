@@ -20,9 +20,10 @@ export function envoyFilterReady() {
 
 /**
  * Envoy running the filter `wasm` for `config`, with `overrides` as
- * [from, to] origin pairs. Resolves to { port, proc }.
+ * [from, to] origin pairs. Resolves to { port, proc }, and with `admin`
+ * also `adminPort`, Envoy's admin interface (its stats).
  */
-export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, config = FIXTURE_CONFIG } = {}) {
+export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, config = FIXTURE_CONFIG, admin = false } = {}) {
   for (const [path, how] of [[ENVOY, "make envoy"], [ENVOY_FILTER_BIN, "make host"], [wasm, "make fixture"]]) {
     if (!existsSync(path)) throw new Error(`${path} is missing: run '${how}'`);
   }
@@ -30,10 +31,12 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
   let lastError;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
+    const adminPort = admin ? await freePort() : null;
     const yaml = join(dir, `envoy-${attempt}.yaml`);
     const render = spawnSync(
       ENVOY_FILTER_BIN,
       ["--config", config, "--module", wasm, "--listen", `127.0.0.1:${port}`, "--out", yaml,
+        ...(admin ? ["--admin", `127.0.0.1:${adminPort}`] : []),
         ...overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`])],
       { encoding: "utf8", timeout: 30000 },
     );
@@ -51,6 +54,10 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
     const stop = removingOnStop(proc, dir);
     try {
       await waitForPort(proc, port, "envoy");
+      if (admin) {
+        await waitForPort(proc, adminPort, "envoy (admin)");
+        return { port, proc, adminPort };
+      }
       return { port, proc };
     } catch (e) {
       lastError = e;

@@ -28,12 +28,21 @@ const gatewayWorker :Workerd.Worker = (
     (name = "worker.mjs", esModule = embed "worker.mjs"),
     (name = "gateway.mjs", esModule = embed "gateway.mjs"),
     (name = "keys.mjs", esModule = embed "keys.mjs"),
+    (name = "observe.mjs", esModule = embed "observe.mjs"),
     (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
   ],
   compatibilityDate = "2026-05-01",
   bindings = [
     # Optional "FROM=TO[,FROM=TO]" upstream base URL mapping (tests); null when unset.
     (name = "UPSTREAM_OVERRIDE", fromEnvironment = "GATEWAY_UPSTREAM_OVERRIDE"),
+    # One JSON line per decision on stdout: off (unset), on, or a share
+    # such as 0.1 (observe.mjs). On Cloudflare, Workers Logs indexes them.
+    (name = "DECISION_LOG", fromEnvironment = "GATEWAY_DECISION_LOG"),
+    # A Workers Analytics Engine dataset, one data point per decision:
+    # workerd posts each to a service of your own (--experimental), e.g.
+    #   (name = "DECISIONS", analyticsEngine = "analytics"),
+    # with (name = "analytics", external = (address = "127.0.0.1:9090", http = ()))
+    # among the services.
   ],
   globalOutbound = "upstreams",
 );

@@ -19,6 +19,13 @@ const JSON_TYPE = "application/json";
  * test/shim.test.mjs holds this to it).
  */
 export const MODULE_FAILED = 71;
+/** The outcome ids of a forward: a verified token, a public rule. */
+const FORWARDED = 0;
+const PUBLIC = 1;
+/** The labels of the host's own 500. */
+const FAILED_LABELS = { outcome: MODULE_FAILED, rule: null, route: null, issuer: null, cache: "none" };
+/** The host's 502 answers, told apart from an upstream's own 502. */
+const UPSTREAM_FAILED = new WeakSet();
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -221,6 +228,8 @@ export class Gateway {
     this.wasmModule = wasmModule;
     this.upstreamOverride = options.upstreamOverride ?? new Map();
     this.now = options.now ?? (() => Date.now() / 1000);
+    /** What each decision is reported to (observe.mjs's Observer), or null. */
+    this.observer = null;
     /** How many instances were made: 1, plus one after each trap. */
     this.instances = 0;
     /** The installed keys after the last install, for a fresh instance; null before. */
@@ -323,6 +332,8 @@ export class Gateway {
     // A fresh isolate fetches every key source before its first decision.
     const first = this.keys?.beforeDecision(waitUntil);
     if (first) return first.then(() => this.fetch(request, ctx));
+    const started = Date.now();
+    const failed = () => this.report(request, started, FAILED_LABELS, "gateway module failed", hostError(500, "gateway module failed"));
     let decision;
     try {
       this.instance ??= this.instantiate();
@@ -333,19 +344,45 @@ export class Gateway {
       // instance, make a fresh one for the next request, answer 500.
       this.instance = null;
       console.error(`gateway: module failed, instance discarded: ${error}`);
-      return hostError(500, "gateway module failed");
+      return failed();
     }
-    if (decision === null) return hostError(500, "gateway module failed");
-    if (decision.forward) return this.forward(request, decision.forward);
-    const { status, fields, body, refresh_keys: refresh } = decision.answer;
+    if (decision === null) return failed();
+    if (decision.forward) return this.report(request, started, decision.forward.labels, "", this.forward(request, decision.forward));
+    const { status, fields, body, refresh_keys: refresh, labels, reason } = decision.answer;
     if (refresh !== undefined) this.keys?.requested(refresh, waitUntil);
+    let response;
     try {
       // A 204 (or any null-body status) has no body.
-      return new Response(NULL_BODY.has(status) ? null : body, { status, headers: fields });
+      response = new Response(NULL_BODY.has(status) ? null : body, { status, headers: fields });
     } catch (error) {
       console.error(`gateway: the module's answer cannot be sent: ${error}`);
-      return hostError(500, "gateway module failed");
+      return failed();
     }
+    return this.report(request, started, labels, reason, response);
+  }
+
+  /**
+   * Hands what the request came to (`result`, a Response or its promise)
+   * to the observer (observe.mjs), when there is one, and returns it.
+   */
+  report(request, started, labels, reason, result) {
+    if (this.observer === null || !this.observer.active()) return result;
+    const done = (response) => {
+      const forwarded = labels.outcome === FORWARDED || labels.outcome === PUBLIC;
+      const upstream = UPSTREAM_FAILED.has(response) ? "upstream_unavailable" : forwarded ? response.status : null;
+      const durationMs = Date.now() - started;
+      this.observer.write(this.observer.record(request, { labels, reason, status: response.status, upstream, durationMs }));
+      return response;
+    };
+    return result instanceof Response ? done(result) : result.then(done);
+  }
+
+  /** The module's label table (`labels` export), "" for a module without one. */
+  labelTable() {
+    this.instance ??= this.instantiate();
+    if (typeof this.instance.exports.labels !== "function") return "";
+    this.instance.exports.labels();
+    return this.instance.output();
   }
 
   /**
@@ -372,7 +409,9 @@ export class Gateway {
     }
     const unavailable = (error) => {
       console.error(`gateway: upstream ${origin} unavailable: ${error}`);
-      return hostError(502, "upstream unavailable");
+      const answer = hostError(502, "upstream unavailable");
+      UPSTREAM_FAILED.add(answer);
+      return answer;
     };
     let sent;
     try {

@@ -271,10 +271,10 @@ const TRIGGER_WORKER = `export default {
  * scheduled-event trigger: the shim and the module copied beside a copy of
  * config.capnp in a temporary folder.
  */
-function workerdConfigFor(wasm, trigger) {
-  if (wasm === WASM && !trigger) return WORKERD_CONFIG;
+function workerdConfigFor(wasm, trigger, analytics) {
+  if (wasm === WASM && !trigger && !analytics) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
-  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
   let config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
   if (trigger) {
@@ -295,6 +295,17 @@ const triggerWorker :Workerd.Worker = (
 );
 `;
   }
+  if (analytics) {
+    // The Analytics Engine binding, posting each data point to `analytics` (HOST:PORT).
+    const parts = [
+      ["services = [\n", `    (name = "analytics", external = (address = "${analytics}", http = ())),\n`],
+      ["bindings = [\n", '    (name = "DECISIONS", analyticsEngine = "analytics"),\n'],
+    ];
+    for (const [list, entry] of parts) {
+      if (!config.includes(list)) throw new Error(`config.capnp has no "${list.trim()}" list`);
+      config = config.replace(list, list + entry);
+    }
+  }
   writeFileSync(join(dir, "config.capnp"), config);
   return join(dir, "config.capnp");
 }
@@ -302,13 +313,15 @@ const triggerWorker :Workerd.Worker = (
 /**
  * workerd serving deploy/workerd/config.capnp (with `wasm` as the module) on
  * an ephemeral loopback port, with the given upstream override. Resolves to
- * { port, proc }; with `scheduledTrigger`, also `triggerPort`, where a
+ * { port, proc }; `env` adds to its environment (GATEWAY_DECISION_LOG, say),
+ * `analytics` (HOST:PORT) binds DECISIONS to an Analytics Engine that posts
+ * there; with `scheduledTrigger`, also `triggerPort`, where a
  * request sends the gateway a scheduled event.
  */
-export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false } = {}) {
+export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false, env = {}, analytics = null } = {}) {
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
-  const configPath = workerdConfigFor(wasm, scheduledTrigger);
+  const configPath = workerdConfigFor(wasm, scheduledTrigger, analytics);
   // A config written for this start lives in a folder of its own, removed when workerd stops.
   const configDir = configPath === WORKERD_CONFIG ? null : dirname(configPath);
   let lastError;
@@ -317,8 +330,10 @@ export async function startWorkerd(upstreamOverride = "", wasm = WASM, { schedul
     const triggerPort = scheduledTrigger ? await freePort() : null;
     const sockets = ["--socket-addr", `http=127.0.0.1:${port}`];
     if (scheduledTrigger) sockets.push("--socket-addr", `scheduled=127.0.0.1:${triggerPort}`);
-    const proc = startProcess(WORKERD, ["serve", configPath, ...sockets], {
-      env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride },
+    // Analytics Engine bindings are experimental in workerd.
+    const experimental = analytics ? ["--experimental"] : [];
+    const proc = startProcess(WORKERD, ["serve", configPath, ...sockets, ...experimental], {
+      env: { ...process.env, GATEWAY_UPSTREAM_OVERRIDE: upstreamOverride, ...env },
     });
     const stop = removingOnStop(proc, configDir);
     try {

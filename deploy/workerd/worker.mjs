@@ -8,10 +8,13 @@
 import gatewayWasm from "./gateway.wasm";
 import { Gateway, parseUpstreamOverride } from "./gateway.mjs";
 import { kvStore } from "./keys.mjs";
+import { Observer, labelNames, logRate } from "./observe.mjs";
 
 const gateway = new Gateway(gatewayWasm);
 let overrideText = null;
 let boundKv = null;
+let boundLog;
+let boundDataset;
 
 /**
  * Applies the bindings, which the runtime hands over with each event:
@@ -22,12 +25,23 @@ let boundKv = null;
  *   GATEWAY_UPSTREAM_OVERRIDE environment variable. Unset in production.
  * - env.KEYS (optional, Cloudflare): a KV namespace the isolates share the
  *   fetched JWKS documents through (README.md, "On Cloudflare").
+ * - env.DECISION_LOG (optional): "off" (default), "on", or a share between
+ *   0 and 1 of decisions to log as JSON lines (observe.mjs).
+ * - env.DECISIONS (optional): a Workers Analytics Engine dataset that gets
+ *   one data point per decision.
  */
 function bind(env) {
   const text = env.UPSTREAM_OVERRIDE ?? "";
   if (text !== overrideText) {
     gateway.upstreamOverride = parseUpstreamOverride(text, gateway.routes());
     overrideText = text;
+  }
+  const log = env.DECISION_LOG ?? null;
+  const dataset = env.DECISIONS ?? null;
+  if (log !== boundLog || dataset !== boundDataset) {
+    const names = labelNames(gateway.routes(), gateway.labelTable());
+    gateway.observer = new Observer(names, { rate: logRate(log), dataset });
+    [boundLog, boundDataset] = [log, dataset];
   }
   const kv = env.KEYS ?? null;
   if (gateway.keys !== null && kv !== boundKv) {

@@ -1,13 +1,133 @@
 //! The access log of `serve`: one line per request that a client cannot
-//! forge. Everything that may come from a client (method, target, and the
-//! note, which carries the token's subject and upstream error text) is
-//! escaped: quote and backslash by a backslash, control bytes and every
-//! byte outside ASCII as `\xNN`. So a field never closes its quotes early
-//! and a line never breaks.
+//! forge, as text (the default) or as one JSON object (`--access-log
+//! json`). In the text line everything that may come from a client
+//! (method, target, and the note, which carries the token's subject and
+//! upstream error text) is escaped: quote and backslash by a backslash,
+//! control bytes and every byte outside ASCII as `\xNN`. So a field never
+//! closes its quotes early and a line never breaks; the JSON line is
+//! escaped by its encoder.
+//!
+//! Neither holds a credential: no field of the request is logged, and the
+//! query's values are left out of the target ([`redacted_target`]), since
+//! a token may travel there (RFC 6750 section 2.3). The subject is logged
+//! in the JSON line only when `--log-subject` asks for it.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+/// The form of the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// `REMOTE "METHOD TARGET" STATUS MICROSus NOTE`.
+    Text,
+    /// One JSON object per request.
+    Json,
+}
+
+/// What one JSON line says about a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// When the request came (its head was read).
+    pub time: SystemTime,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// The request's method.
+    pub method: &'a str,
+    /// The request target, its query's values left out.
+    pub target: &'a str,
+    /// The status the client got.
+    pub status: u16,
+    /// The outcome's name (`contract::outcome`).
+    pub outcome: &'a str,
+    /// The module's reason (an answer's second line), or the host's.
+    pub reason: &'a str,
+    /// The rule, route and issuer names (empty: none).
+    pub rule: &'a str,
+    /// See `rule`.
+    pub route: &'a str,
+    /// See `rule`.
+    pub issuer: &'a str,
+    /// The forwarded subject, only when asked for.
+    pub subject: Option<&'a str>,
+    /// The module's time, and the whole request's (to the response head).
+    pub decision: Duration,
+    /// See `decision`.
+    pub total: Duration,
+    /// The upstream's status, or the host's outcome when it gave none.
+    pub upstream: Option<Result<u16, &'a str>>,
+    /// The W3C trace id of the request's `traceparent`, when valid.
+    pub trace_id: Option<&'a str>,
+}
+
+/// One JSON line, without its end.
+pub fn json_line(entry: &Entry<'_>) -> String {
+    let name = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let mut line = json!({
+        "time": humantime::format_rfc3339_micros(entry.time).to_string(),
+        "peer": entry.peer.ip().to_string(),
+        "method": entry.method,
+        "target": entry.target,
+        "status": entry.status,
+        "outcome": entry.outcome,
+        "reason": entry.reason,
+        "rule": name(entry.rule),
+        "route": name(entry.route),
+        "issuer": name(entry.issuer),
+        "decision_us": micros(entry.decision),
+        "duration_us": micros(entry.total),
+        "upstream_status": entry.upstream.and_then(Result::ok),
+        "upstream_failure": entry.upstream.and_then(Result::err),
+        "trace_id": entry.trace_id,
+    });
+    if let (Some(subject), Some(object)) = (entry.subject, line.as_object_mut()) {
+        object.insert("subject".to_owned(), subject.into());
+    }
+    line.to_string()
+}
+
+/// The target with each query parameter's value left out (`/a?x=1&y` is
+/// `/a?x=&y`): the path and the parameters' names stay for the log.
+pub fn redacted_target(target: &str) -> String {
+    let Some((path, query)) = target.split_once('?') else { return target.to_owned() };
+    let mut out = String::with_capacity(target.len());
+    out.push_str(path);
+    out.push('?');
+    for (i, parameter) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match parameter.split_once('=') {
+            Some((name, _)) => {
+                out.push_str(name);
+                out.push('=');
+            }
+            None => out.push_str(parameter),
+        }
+    }
+    out
+}
+
+/// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2
+/// hex>`), or `None` when it is not one: only a valid id is logged.
+pub fn trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.split('-');
+    let (version, trace, parent, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, len: usize| {
+        s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let valid = hex(version, 2)
+        && version != "ff"
+        && hex(trace, 32)
+        && trace.bytes().any(|b| b != b'0')
+        && hex(parent, 16)
+        && hex(flags, 2)
+        && (parts.next().is_none() || version != "00");
+    valid.then_some(trace)
+}
 
 /// One line: `REMOTE "METHOD TARGET" STATUS MICROSus NOTE`, without its end.
 pub fn line(
@@ -53,6 +173,55 @@ mod tests {
         let mut out = String::new();
         escape(text, &mut out);
         out
+    }
+
+    #[test]
+    fn query_values_are_left_out_of_the_target() {
+        assert_eq!(redacted_target("/v1/items?access_token=eyJ.x.y&b&c=2"), "/v1/items?access_token=&b&c=");
+        assert_eq!(redacted_target("/plain"), "/plain");
+    }
+
+    #[test]
+    fn only_a_valid_traceparent_gives_a_trace_id() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        assert_eq!(trace_id(&format!("00-{id}-00f067aa0ba902b7-01")), Some(id));
+        assert_eq!(trace_id(&format!("00-{}-00f067aa0ba902b7-01", "0".repeat(32))), None);
+        assert_eq!(trace_id(&format!("00-{}-00f067aa0ba902b7-01", id.to_uppercase())), None);
+        assert_eq!(trace_id(&format!("ff-{id}-00f067aa0ba902b7-01")), None);
+        assert_eq!(trace_id("00-\"},\"x\":1-00f067aa0ba902b7-01"), None);
+    }
+
+    #[test]
+    fn a_json_line_is_one_object_with_the_subject_only_when_asked() {
+        let entry = Entry {
+            time: SystemTime::UNIX_EPOCH,
+            peer: "127.0.0.1:9".parse().unwrap_or_else(|_| unreachable!()),
+            method: "GET",
+            target: "/a\"\n",
+            status: 401,
+            outcome: "expired",
+            reason: "token expired",
+            rule: "",
+            route: "orders",
+            issuer: "0",
+            subject: None,
+            decision: Duration::from_micros(12),
+            total: Duration::from_micros(30),
+            upstream: None,
+            trace_id: None,
+        };
+        let line = json_line(&entry);
+        assert!(!line.contains('\n'));
+        let value: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(value["target"], "/a\"\n");
+        assert_eq!(
+            (value["rule"].is_null(), &value["route"], value["decision_us"].as_u64()),
+            (true, &"orders".into(), Some(12))
+        );
+        assert!(value.get("subject").is_none());
+        let with_subject: serde_json::Value =
+            serde_json::from_str(&json_line(&Entry { subject: Some("alice"), ..entry })).expect("JSON");
+        assert_eq!(with_subject["subject"], "alice");
     }
 
     #[test]

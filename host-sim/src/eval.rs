@@ -8,7 +8,9 @@
 //! to, `drop` and `set` the request fields it removes and sets, the
 //! `response_` ones what it changes in the upstream's response); for a
 //! direct answer `{"status", "error", "reason", "fields", "body"}` and, for
-//! convenience, `"www_authenticate"` (its challenge field or null). A line that is not valid JSON, or has no `request`
+//! convenience, `"www_authenticate"` (its challenge field or null). Both
+//! carry `"labels"`: what decided it (`{"outcome", "rule", "route",
+//! "issuer", "cache"}`, named as `serve --metrics` names them, null for none). A line that is not valid JSON, or has no `request`
 //! string, gets `{"status": null, ..., "input_error": "..."}` and the rest go on.
 
 use std::io::{BufRead, Write};
@@ -17,11 +19,13 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use contract::Decision;
+use contract::outcome::Cache;
 use contract::owned::DecisionBuf;
 
 use runtime::{Input, Isolation, Outcome, Reusable, Runtime, unix_now};
 
 use crate::args::{EngineArgs, SourceArgs};
+use crate::metrics::Names;
 
 /// `host-sim eval` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -37,8 +41,8 @@ pub struct EvalArgs {
     pub now: Option<f64>,
 }
 
-/// The JSON line for one outcome.
-pub fn outcome_json(outcome: &Outcome) -> Value {
+/// The JSON line for one outcome, its labels named by `names`.
+pub fn outcome_json(outcome: &Outcome, names: &Names) -> Value {
     let host_answer;
     let decision = match outcome {
         Ok(d) => d,
@@ -47,7 +51,23 @@ pub fn outcome_json(outcome: &Outcome) -> Value {
             &host_answer
         }
     };
-    match decision.view() {
+    let view = decision.view();
+    let labels = match &view {
+        Decision::Forward(forward) => forward.labels,
+        Decision::Answer(answer) => answer.labels,
+    };
+    let named = names.decision(&labels);
+    let or_null = |name: &str| (!name.is_empty()).then(|| name.to_owned());
+    let cache = match labels.cache {
+        Cache::Hit => "hit",
+        Cache::Miss => "miss",
+        Cache::None => "none",
+    };
+    let labels = json!({
+        "outcome": named.outcome.0, "rule": or_null(named.rule.0), "route": or_null(named.route.0),
+        "issuer": or_null(named.issuer.0), "cache": cache,
+    });
+    let mut line = match view {
         Decision::Forward(forward) => json!({
             "status": 200, "upstream": format!("{}{}", forward.origin, forward.path),
             "sub": forward.request_set(contract::fields::SUBJECT),
@@ -64,7 +84,11 @@ pub fn outcome_json(outcome: &Outcome) -> Value {
             "fields": answer.fields().collect::<Vec<_>>(),
             "www_authenticate": answer.field("www-authenticate"), "body": answer.body,
         }),
+    };
+    if let Some(object) = line.as_object_mut() {
+        object.insert("labels".to_owned(), labels);
     }
+    line
 }
 
 /// The JSON line for an input line that could not be read as a request.
@@ -78,6 +102,7 @@ pub fn input_error_json(line_number: usize, why: &str) -> Value {
 /// Decides every request of `input` and writes one JSON line each to `output`.
 pub fn eval_stream(
     runtime: &Runtime,
+    names: &Names,
     isolation: Isolation,
     default_now: f64,
     input: impl BufRead,
@@ -107,7 +132,7 @@ pub fn eval_stream(
                         (_, Err(())) => input_error_json(index + 1, "\"peer\" is not an IP address"),
                         (Some(now), Ok(peer)) => {
                             let input = Input { peer, ..Input::from(head.as_bytes()) };
-                            outcome_json(&runtime.decide(isolation, &mut reusable, input, now))
+                            outcome_json(&runtime.decide(isolation, &mut reusable, input, now), names)
                         }
                     }
                 }
@@ -127,10 +152,17 @@ pub fn run(args: &EvalArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let names = match Names::of(&runtime) {
+        Ok(names) => names,
+        Err(e) => {
+            eprintln!("error: cannot read the module's label table: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let now = args.now.unwrap_or_else(unix_now);
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    match eval_stream(&runtime, args.engine.isolation, now, stdin, stdout) {
+    match eval_stream(&runtime, &names, args.engine.isolation, now, stdin, stdout) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

@@ -34,6 +34,8 @@ use hyper_util::rt::TokioExecutor;
 use runtime::{KeySourceBuf, RoundStep, Runtime, Why, unix_now};
 use tokio::sync::{Notify, watch};
 
+use crate::metrics::Metrics;
+
 /// Why a fetch failed: the tail of its log line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
@@ -90,6 +92,7 @@ impl KeyFetcher {
         runtime: Arc<Runtime>,
         sources: Vec<KeySourceBuf>,
         overrides: HashMap<String, String>,
+        metrics: Option<Arc<Metrics>>,
     ) -> KeyFetcher {
         let client: Client<HttpConnector, Empty<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         let (ready_tx, ready) = watch::channel(0usize);
@@ -107,6 +110,7 @@ impl KeyFetcher {
                 source,
                 notify,
                 ready: Arc::clone(&ready_tx),
+                metrics: metrics.clone(),
             };
             tokio::spawn(task.run());
         }
@@ -136,6 +140,7 @@ struct SourceTask {
     source: KeySourceBuf,
     notify: Arc<Notify>,
     ready: Arc<watch::Sender<usize>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl SourceTask {
@@ -183,6 +188,7 @@ impl SourceTask {
                 Ok(fetched) => fetched,
                 Err(e) => {
                     eprintln!("keys: issuer {issuer} {url}: fetch failed: {e}");
+                    self.count(|metrics| metrics.jwks_fetched(issuer, false));
                     if let Err(e) = self.runtime.key_fetch_failed(issuer, unix_now()) {
                         eprintln!("keys: issuer {issuer} {url}: module failed: {e}");
                     }
@@ -193,18 +199,34 @@ impl SourceTask {
                 Ok(RoundStep::Fetch(next)) => url = next,
                 Ok(RoundStep::Installed(summary)) => {
                     eprintln!("keys: issuer {issuer} {url}: {summary}");
+                    self.count(|metrics| {
+                        metrics.jwks_fetched(issuer, true);
+                        metrics.jwks_installed(issuer, true, unix_now());
+                    });
                     return true;
                 }
                 Ok(RoundStep::Refused(reason)) => {
                     eprintln!("keys: issuer {issuer} {url}: refused: {reason}");
+                    self.count(|metrics| {
+                        metrics.jwks_fetched(issuer, true);
+                        metrics.jwks_installed(issuer, false, unix_now());
+                    });
                     return false;
                 }
                 Err(e) => {
                     eprintln!("keys: issuer {issuer} {url}: module failed: {e}");
+                    self.count(|metrics| metrics.jwks_fetched(issuer, false));
                     let _ = self.runtime.key_fetch_failed(issuer, unix_now());
                     return false;
                 }
             }
+        }
+    }
+
+    /// Counts into the metrics, when `serve` keeps them.
+    fn count(&self, count: impl FnOnce(&Metrics)) {
+        if let Some(metrics) = &self.metrics {
+            count(metrics);
         }
     }
 

@@ -20,7 +20,8 @@
 //! | [`keys`] | fetching the keys of a module that fetches them, on the module's schedule |
 //! | [`limits`] | `serve`'s limit flags and the groups they are handed on in |
 //! | [`body`], [`stream`] | the one body wrapper and the one IO wrapper the above share |
-//! | [`access_log`] | `serve`'s access-log line, escaped |
+//! | [`access_log`] | `serve`'s access-log line, escaped, as text or JSON |
+//! | [`metrics`] | `serve --metrics`: the counters and histograms, and their Prometheus listener |
 //!
 //! Measuring the host is the benches' job (`bench-tool host`, `make bench`).
 
@@ -35,6 +36,7 @@ pub mod gate;
 pub mod keys;
 pub mod limits;
 pub mod listen;
+pub mod metrics;
 pub mod mint;
 pub mod serve;
 pub mod stream;

@@ -11,14 +11,17 @@ use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use contract::Decision;
+use contract::outcome::Labels;
 use contract::owned::DecisionBuf;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use runtime::{EngineOptions, Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds};
+use runtime::{
+    EngineOptions, GuestError, Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds,
+};
 
 use crate::access_log;
 use crate::args::{EngineArgs, SourceArgs};
@@ -26,6 +29,7 @@ use crate::body::Body;
 use crate::keys::KeyFetcher;
 use crate::limits::{self, LimitArgs};
 use crate::listen;
+use crate::metrics::{self, Metrics, Names, Recorder};
 use crate::threads;
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
@@ -41,9 +45,17 @@ pub struct ServeArgs {
     /// Engine and instance settings.
     #[command(flatten)]
     pub engine: EngineArgs,
-    /// Print one line per request on stderr.
+    /// Print one line per request on stderr: text (the default form), or
+    /// json (one object per request).
+    #[arg(long, value_name = "FORM", num_args = 0..=1, default_missing_value = "text")]
+    pub access_log: Option<access_log::Format>,
+    /// Write the forwarded subject (the token's `sub`) into the JSON access log.
     #[arg(long)]
-    pub access_log: bool,
+    pub log_subject: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics (decisions by
+    /// outcome, rule, route and issuer; latencies; upstreams; key fetches).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// Send an upstream elsewhere: AUD=ORIGIN (an audience of the module's
     /// route table) or FROM_ORIGIN=ORIGIN (an origin the module names).
     /// Every route on that origin moves; paths stay the module's. Repeatable.
@@ -70,9 +82,22 @@ pub struct Gateway {
     runtime: Arc<Runtime>,
     isolation: Isolation,
     forwarder: Forwarder,
-    access_log: bool,
+    log: Log,
     clock: fn() -> SystemTime,
     keys: Option<Arc<KeyFetcher>>,
+    names: Arc<Names>,
+    /// The metrics, and this gateway's shard of them.
+    metrics: Option<(Arc<Metrics>, Recorder)>,
+}
+
+/// What the access log writes: nothing, text or JSON lines, and whether
+/// the JSON line names the subject.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Log {
+    /// The form, or `None` for no access log.
+    pub format: Option<access_log::Format>,
+    /// Whether the JSON line carries the subject.
+    pub subject: bool,
 }
 
 thread_local! {
@@ -82,9 +107,30 @@ thread_local! {
 
 impl Gateway {
     /// A gateway over `runtime`, on the system clock.
-    pub fn new(runtime: Runtime, isolation: Isolation, forwarder: Forwarder, access_log: bool) -> Gateway {
+    pub fn new(runtime: Runtime, isolation: Isolation, forwarder: Forwarder, log: Log) -> Gateway {
         let runtime = Arc::new(runtime);
-        Gateway { runtime, isolation, forwarder, access_log, clock: SystemTime::now, keys: None }
+        let names = Arc::default();
+        Gateway {
+            runtime,
+            isolation,
+            forwarder,
+            log,
+            clock: SystemTime::now,
+            keys: None,
+            names,
+            metrics: None,
+        }
+    }
+
+    /// The same gateway naming rules, routes and issuers in its JSON log by `names`.
+    pub fn with_names(self, names: Names) -> Gateway {
+        Gateway { names: Arc::new(names), ..self }
+    }
+
+    /// The same gateway counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<Metrics>) -> Gateway {
+        let recorder = metrics.recorder();
+        Gateway { metrics: Some((metrics, recorder)), ..self }
     }
 
     /// The same gateway with its module's keys fetched by `keys`.
@@ -102,6 +148,9 @@ impl Gateway {
             runtime: Arc::new(self.runtime.sibling(options, SLOTS_PER_THREAD)?),
             forwarder: self.forwarder.own_pool(),
             keys: self.keys.clone(),
+            names: Arc::clone(&self.names),
+            // A shard of its own: no count is shared with another thread.
+            metrics: self.metrics.as_ref().map(|(metrics, _)| (Arc::clone(metrics), metrics.recorder())),
             ..*self
         })
     }
@@ -116,31 +165,50 @@ impl Gateway {
     /// Decides `input` now, in the configured isolation mode.
     pub fn decide(&self, input: Input<'_>) -> Outcome {
         let now = unix_seconds((self.clock)());
-        match self.isolation {
-            Isolation::Fresh => self.runtime.decide_fresh(input, now),
+        let (outcome, made) = match self.isolation {
+            Isolation::Fresh => (self.runtime.decide_fresh(input, now), true),
             Isolation::Reuse => REUSABLE.with(|cell| {
                 let mut cell = cell.borrow_mut();
                 let id = Arc::as_ptr(&self.runtime) as usize;
                 if cell.0 != id {
                     *cell = (id, Reusable::default());
                 }
-                self.runtime.decide_reused(&mut cell.1, input, now)
+                let made = !cell.1.is_live();
+                (self.runtime.decide_reused(&mut cell.1, input, now), made)
             }),
+        };
+        if let Some((_, metrics)) = &self.metrics {
+            if made {
+                metrics.instance_made();
+            }
+            if matches!(outcome, Err(GuestError::Deadline)) {
+                metrics.deadline_hit();
+            }
         }
+        outcome
     }
 
     /// Answers one request.
     pub async fn handle(self: Arc<Self>, request: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
+        let start = Instant::now();
         // What the access log reads of the request, taken only when it is on.
-        let logged = self.access_log.then(|| Logged::of(&request, remote));
+        let logged = self.log.format.map(|_| Logged::of(&request, remote));
         let head = request_head(&request);
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
         let outcome = self.decide(Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head });
+        let decided = start.elapsed();
         let decision = match outcome {
             Ok(decision) => decision,
             Err(e) => {
-                let answer = DecisionBuf::host_answer(e.answer());
-                return log(logged, answer_response(&answer), || format!("answer: {e}"));
+                let answer = e.answer();
+                let done = Done::new(Labels::of(answer.outcome()), decided, answer.description());
+                return self.finish(
+                    start,
+                    logged,
+                    answer_response(&DecisionBuf::host_answer(answer)),
+                    &done,
+                    || format!("answer: {e}"),
+                );
             }
         };
         match decision.view() {
@@ -153,18 +221,93 @@ impl Gateway {
                         forward.request_set(contract::fields::SUBJECT).unwrap_or("-")
                     )
                 };
-                match self.forwarder.forward(request, &forward).await {
-                    Ok(response) => log(logged, response, note),
-                    Err(e) => log(logged, e.response(), || format!("{}: {e}", note())),
+                let mut done = Done::new(forward.labels, decided, "");
+                done.subject = forward.request_set(contract::fields::SUBJECT);
+                let sent = Instant::now();
+                let result = self.forwarder.forward(request, &forward).await;
+                done.upstream = Some(result.as_ref().map(|r| r.status()).map_err(|e| e.answer().outcome()));
+                if let (Some((_, metrics)), Some(upstream)) = (&self.metrics, done.upstream) {
+                    metrics.upstream(forward.labels.route, upstream.map(|s| s.as_u16()), sent.elapsed());
+                }
+                match result {
+                    Ok(response) => self.finish(start, logged, response, &done, note),
+                    Err(e) => self.finish(start, logged, e.response(), &done, || format!("{}: {e}", note())),
                 }
             }
             Decision::Answer(answer) => {
                 if let (Some(keys), Some(issuer)) = (&self.keys, answer.refresh_keys) {
                     keys.want(issuer);
                 }
-                log(logged, answer_response(&decision), || format!("answer: {}", answer.reason))
+                let done = Done::new(answer.labels, decided, answer.reason);
+                self.finish(start, logged, answer_response(&decision), &done, || {
+                    format!("answer: {}", answer.reason)
+                })
             }
         }
+    }
+
+    /// Counts the request and writes its access-log line (with `note`,
+    /// made only for the text form), and returns the response.
+    fn finish(
+        &self,
+        start: Instant,
+        logged: Option<Logged>,
+        response: Response<Body>,
+        done: &Done<'_>,
+        note: impl FnOnce() -> String,
+    ) -> Response<Body> {
+        let total = start.elapsed();
+        if let Some((_, metrics)) = &self.metrics {
+            metrics.decided(&done.labels, done.decided);
+            metrics.request(total);
+        }
+        let (Some(at), Some(format)) = (logged, self.log.format) else { return response };
+        let status = response.status().as_u16();
+        let line = match format {
+            access_log::Format::Text => {
+                access_log::line(at.remote, at.method.as_str(), &at.target, status, total, &note())
+            }
+            access_log::Format::Json => {
+                let names = self.names.decision(&done.labels);
+                let upstream = done.upstream.map(|u| {
+                    u.map(|s| s.as_u16()).map_err(|id| contract::outcome::name(id).unwrap_or("unknown"))
+                });
+                access_log::json_line(&access_log::Entry {
+                    time: at.time,
+                    peer: at.remote,
+                    method: at.method.as_str(),
+                    target: &at.target,
+                    status,
+                    outcome: contract::outcome::name(done.labels.outcome).unwrap_or("unknown"),
+                    reason: done.reason,
+                    rule: names.rule.0,
+                    route: names.route.0,
+                    issuer: names.issuer.0,
+                    subject: done.subject.filter(|_| self.log.subject),
+                    decision: done.decided,
+                    total,
+                    upstream,
+                    trace_id: at.trace_id.as_deref(),
+                })
+            }
+        };
+        eprintln!("{line}");
+        response
+    }
+}
+
+/// What one request came to, for the counters and the access log.
+struct Done<'a> {
+    labels: Labels,
+    decided: Duration,
+    reason: &'a str,
+    subject: Option<&'a str>,
+    upstream: Option<Result<http::StatusCode, u8>>,
+}
+
+impl<'a> Done<'a> {
+    fn new(labels: Labels, decided: Duration, reason: &'a str) -> Done<'a> {
+        Done { labels, decided, reason, subject: None, upstream: None }
     }
 }
 
@@ -183,26 +326,29 @@ const SLOTS_OF_LOADER: u32 = 2;
 struct Logged {
     remote: SocketAddr,
     method: http::Method,
+    /// The target, its query's values left out (`access_log::redacted_target`).
     target: String,
-    start: Instant,
+    time: SystemTime,
+    trace_id: Option<String>,
 }
 
 impl Logged {
     fn of<B>(request: &Request<B>, remote: SocketAddr) -> Logged {
         let target = request.uri().path_and_query().map_or("/".to_owned(), |p| p.to_string());
-        Logged { remote, method: request.method().clone(), target, start: Instant::now() }
+        let trace_id = request
+            .headers()
+            .get("traceparent")
+            .and_then(|value| value.to_str().ok())
+            .and_then(access_log::trace_id)
+            .map(str::to_owned);
+        Logged {
+            remote,
+            method: request.method().clone(),
+            target: access_log::redacted_target(&target),
+            time: SystemTime::now(),
+            trace_id,
+        }
     }
-}
-
-/// Writes the access-log line (with `note`, made only then) when the log
-/// is on, and returns the response.
-fn log(logged: Option<Logged>, response: Response<Body>, note: impl FnOnce() -> String) -> Response<Body> {
-    if let Some(at) = logged {
-        let status = response.status().as_u16();
-        let took = at.start.elapsed();
-        eprintln!("{}", access_log::line(at.remote, at.method.as_str(), &at.target, status, took, &note()));
-    }
-    response
 }
 
 /// Rebuilds the request head the client sent, as the module expects it:
@@ -271,12 +417,25 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(format!("cannot start the runtime: {e}")),
     };
+    // The names of the module's rules, routes and issuers, for the counters and the JSON log.
+    let names = match (args.metrics.is_some() || args.access_log == Some(access_log::Format::Json))
+        .then(|| Names::of(&runtime))
+    {
+        None => Names::default(),
+        Some(Ok(names)) => names,
+        Some(Err(e)) => return fail(format!("cannot read the module's label table: {e}")),
+    };
+    let metrics = args.metrics.map(|_| Arc::new(Metrics::new(names.clone())));
+    let log = Log { format: args.access_log, subject: args.log_subject };
     tokio.block_on(async {
-        let mut gateway =
-            Gateway::new(runtime, args.engine.isolation, Forwarder::new(overrides.clone(), args.limits.forward()), args.access_log);
+        let forwarder = Forwarder::new(overrides.clone(), args.limits.forward());
+        let mut gateway = Gateway::new(runtime, args.engine.isolation, forwarder, log).with_names(names);
+        if let Some(metrics) = &metrics {
+            gateway = gateway.with_metrics(Arc::clone(metrics));
+        }
         if !key_sources.is_empty() {
             let count = key_sources.len();
-            let keys = KeyFetcher::start(Arc::clone(&gateway.runtime), key_sources, overrides);
+            let keys = KeyFetcher::start(Arc::clone(&gateway.runtime), key_sources, overrides, metrics.clone());
             if !args.serve_before_keys {
                 eprintln!("keys: waiting for {count} key source(s) before serving (--serve-before-keys serves at once)");
                 keys.all_installed().await;
@@ -287,6 +446,13 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
         };
+        // After the gateway's, so that its address is the first printed.
+        if let (Some(metrics), Some(addr)) = (metrics.clone(), args.metrics) {
+            match listen::bind(addr, "metrics").await {
+                Ok(l) => drop(tokio::spawn(metrics::serve(metrics, l, client_limits, listen::shutdown_signal()))),
+                Err(e) => return fail(format!("cannot listen on {addr} for metrics: {e}")),
+            }
+        }
         let mut handlers = Vec::with_capacity(threads);
         for _ in 0..threads {
             let gateway = match gateway.for_thread(&options) {
@@ -295,7 +461,9 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             };
             handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
         }
-        if let Err(e) = threads::serve(listener, handlers, client_limits, listen::shutdown_signal()).await {
+        let connections = metrics.as_ref().map(|m| m.connections.clone());
+        if let Err(e) = threads::serve(listener, handlers, client_limits, connections, listen::shutdown_signal()).await
+        {
             return fail(format!("serving threads: {e}"));
         }
         eprintln!("gateway stopped");

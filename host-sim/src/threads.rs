@@ -23,6 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, watch};
 use crate::body::Body;
 use crate::limits::ClientLimits;
 use crate::listen::{self, Admission};
+use crate::metrics::Connections;
 
 /// A connection on its way from the acceptor to a serving thread: the
 /// socket (off the acceptor's runtime), the peer and its slot.
@@ -40,12 +41,14 @@ struct Worker {
 /// `handlers` until `shutdown` resolves, then lets open connections finish
 /// (at most [`listen::SHUTDOWN_GRACE`]). Accepting runs on the caller's
 /// runtime. The limits are those of [`listen::serve`], the connection cap
-/// counted over all threads. An error means that there is no handler, or
+/// counted over all threads; `counted`, when given, counts the
+/// connections accepted and open. An error means that there is no handler, or
 /// that a thread could not be started (before any connection was accepted).
 pub async fn serve<H, F>(
     listener: TcpListener,
     handlers: Vec<H>,
     limits: ClientLimits,
+    counted: Option<Connections>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
@@ -69,6 +72,7 @@ where
             admission: admission.clone(),
             limits,
             stopping: stopping.clone(),
+            counted: counted.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("serve-{index}"))
@@ -109,6 +113,8 @@ struct Serving {
     admission: Admission,
     limits: ClientLimits,
     stopping: watch::Receiver<bool>,
+    /// The metrics' connection counters, when `serve` keeps metrics.
+    counted: Option<Connections>,
 }
 
 impl Serving {
@@ -127,9 +133,17 @@ impl Serving {
             };
             let served =
                 listen::connection(stream, remote, handler.clone(), self.limits, slot, self.stopping.clone());
+            let counted = self.counted.clone();
+            if let Some(counted) = &counted {
+                counted.accepted.inc();
+                counted.open.inc();
+            }
             tokio::spawn(async move {
                 served.await;
                 open.fetch_sub(1, Ordering::Relaxed);
+                if let Some(counted) = counted {
+                    counted.open.dec();
+                }
             });
         }
         self.admission.drained(&self.limits).await;

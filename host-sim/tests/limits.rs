@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::{Guard, Reply, head, send, start, start_command};
 use contract::Decision;
 use host_sim::limits::{ClientLimits, ForwardLimits};
-use host_sim::serve::Gateway;
+use host_sim::serve::{Gateway, Log};
 use host_sim::upstream::Forwarder;
 use runtime::Isolation;
 
@@ -515,7 +515,7 @@ fn a_clock_that_cannot_be_read_gives_500_not_a_pass() {
     // The module refuses the clock, where 0 would have passed the token.
     let forwarder = Forwarder::new(HashMap::new(), forward_limits());
     let gateway =
-        Gateway::new(common::runtime(), Isolation::Fresh, forwarder, false).with_clock(broken_clock);
+        Gateway::new(common::runtime(), Isolation::Fresh, forwarder, Log::default()).with_clock(broken_clock);
     let decision = gateway.decide(runtime::Input::from(request.as_bytes())).expect("a decision");
     let Decision::Answer(rejected) = decision.view() else {
         panic!("a broken clock must not let the token through")

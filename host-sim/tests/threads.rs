@@ -52,7 +52,7 @@ fn server(
             let _ = tokio::time::timeout(Duration::from_secs(60), stopped).await;
         };
         runtime
-            .block_on(host_sim::threads::serve(listener, vec![handler; threads], limits, stopped))
+            .block_on(host_sim::threads::serve(listener, vec![handler; threads], limits, None, stopped))
             .unwrap();
     });
     (addr, stop, serving)

@@ -18,6 +18,8 @@ pub(crate) struct Exports {
     /// Checked after `abi_version`, so that a module of another version is
     /// refused for its version, not for an export that version lacks.
     pub(crate) routes: Option<ModuleExport>,
+    /// The label table (`ABI.md`, "Labels"): only in a module that has one.
+    pub(crate) labels: Option<ModuleExport>,
     pub(crate) output_ptr: ModuleExport,
     pub(crate) output_len: ModuleExport,
 }
@@ -64,6 +66,10 @@ impl Exports {
             routes: match module.get_export("routes") {
                 None => None,
                 Some(_) => Some(func("routes", &[], &i32_)?),
+            },
+            labels: match module.get_export("labels") {
+                None => None,
+                Some(_) => Some(func("labels", &[], &i32_)?),
             },
             output_ptr: func("output_ptr", &[], &i32_)?,
             output_len: func("output_len", &[], &i32_)?,

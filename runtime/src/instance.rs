@@ -456,13 +456,25 @@ impl Runtime {
     /// The module's route table (`routes` export): audience and upstream
     /// URL per route, so the host needs no config file of its own.
     pub fn routes(&self) -> Result<Vec<(String, String)>, GuestError> {
-        let mut slot = self.fresh_slot()?;
-        let routes = self.exports.routes.as_ref().ok_or(GuestError::BadOutput("no routes export"))?;
-        slot.call0(routes)?;
-        contract::routes::decode(slot.output()?)
+        let table = self.table(self.exports.routes.as_ref(), "no routes export")?;
+        contract::routes::decode(&table)
             .map(|route| route.map(|(aud, url)| (aud.to_owned(), url.to_owned())))
             .collect::<Result<_, _>>()
             .map_err(|_| GuestError::BadOutput("route table line"))
+    }
+
+    /// The module's label table (`labels` export, `ABI.md`, "Labels"), for
+    /// counters and logs; empty for a module without one (one issuer, `0`).
+    pub fn labels(&self) -> Result<String, GuestError> {
+        let Some(export) = self.exports.labels.as_ref() else { return Ok(String::new()) };
+        String::from_utf8(self.table(Some(export), "")?).map_err(|_| GuestError::BadOutput("label table"))
+    }
+
+    /// The output of a table export (`routes`, `labels`) called in a fresh instance.
+    fn table(&self, export: Option<&ModuleExport>, missing: &'static str) -> Result<Vec<u8>, GuestError> {
+        let mut slot = self.fresh_slot()?;
+        slot.call0(export.ok_or(GuestError::BadOutput(missing))?)?;
+        Ok(slot.output()?.to_vec())
     }
 
     /// Decides one request in a fresh instance (new Store, instance from the

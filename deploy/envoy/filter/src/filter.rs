@@ -5,11 +5,13 @@
 //! nowhere: the filter fails closed.
 
 use contract::fields::HostAnswer;
+use contract::outcome::Labels;
 
 use crate::UPSTREAM_HEADER;
 use crate::decision::{self, Answer, Decision, Forward, Operation};
 use crate::input::{self, HeaderMap, Scheme};
 use crate::instance::INSTANCE;
+use crate::metrics;
 use crate::raw::{self, Action, LogLevel};
 
 /// Why a request could not be decided or carried out.
@@ -70,6 +72,7 @@ pub(crate) fn on_request_headers(context_id: u32, content_follows: bool) -> Acti
         Ok(action) => action,
         Err(e) => {
             raw::log(LogLevel::Error, &format!("gateway: {e}"));
+            metrics::count_decision(&Labels::of(HostAnswer::ModuleFailed.outcome()));
             host_answer(HostAnswer::ModuleFailed)
                 // Not even the 500 could be sent: trapping makes Envoy fail the request.
                 .unwrap_or_else(|e| panic!("gateway: cannot answer 500: {e}"))
@@ -119,7 +122,14 @@ fn gate(context_id: u32, content_follows: bool) -> Result<Action, FilterError> {
         let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
         // The head goes straight into the core's input buffer.
         let len = input::write_input(scheme, peer, &headers, content_follows, instance.input_mut())?;
-        match decision::decide_written(&mut instance, len, now)? {
+        let decision = decision::decide_written(&mut instance, len, now)?;
+        // Counted once the decision is read: one that cannot be read is
+        // counted as the 500 it gets.
+        metrics::count_decision(match &decision {
+            Decision::Forward(forward) => &forward.labels,
+            Decision::Answer(answer) => &answer.labels,
+        });
+        match decision {
             Decision::Forward(forward) => apply_forward(context_id, &forward, headers.path()),
             Decision::Answer(answer) => {
                 // The core asks for this issuer's keys: the root context fetches them.

@@ -22,6 +22,7 @@ use worker::keys::DOCUMENT_CAPACITY;
 use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, failure, log_line};
 use crate::input::HeaderMap;
 use crate::instance::INSTANCE;
+use crate::metrics;
 use crate::raw::{self, LogLevel};
 
 /// How often (milliseconds) the root context asks the core which rounds
@@ -236,10 +237,17 @@ impl KeyFetcher {
                 instance.key_fetched(issuer, len as u32, field as u32, seconds(now), compiled_config());
             (answer, String::from_utf8_lossy(instance.output()).into_owned())
         });
+        let issuer = self.sources[i].issuer;
         match answer {
             1 => self.dispatch(i, output, now),
-            0 => self.log(i, &call.url, &Outcome::Installed(output)),
-            _ => self.log(i, &call.url, &Outcome::Refused(output)),
+            0 => {
+                metrics::count_key_document(issuer, true, now / 1000);
+                self.log(i, &call.url, &Outcome::Installed(output));
+            }
+            _ => {
+                metrics::count_key_document(issuer, false, now / 1000);
+                self.log(i, &call.url, &Outcome::Refused(output));
+            }
         }
     }
 
@@ -261,6 +269,7 @@ impl KeyFetcher {
     fn finish(&mut self, i: usize, url: &str, outcome: Outcome, now: u64) {
         self.sources[i].call = None;
         self.log(i, url, &outcome);
+        metrics::count_key_fetch_failed(self.sources[i].issuer);
         let issuer = u32::from(self.sources[i].issuer);
         INSTANCE.with(|cell| cell.borrow_mut().key_fetch_failed(issuer, seconds(now), compiled_config()));
     }

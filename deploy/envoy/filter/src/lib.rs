@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`input`] | the context line and the request head, from Envoy's serialized header map into the core's input buffer |
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
+//! | [`metrics`] | what the filter counts in Envoy's stats: decisions by outcome, rule, route and issuer, `jwt_authn`'s counters, key fetches per issuer |
 //! | [`fetch`] | a key fetch through Envoy: the cluster for a URL, what a response amounts to, the log line |
 //! | `callbacks` (wasm32 only) | the proxy-wasm ABI 0.2.1 callbacks Envoy calls, without an SDK: only those the build uses are exported |
 //! | `raw` (wasm32 only) | the host calls without an SDK: the header map and properties without copies, a fetch's answer without panics; the allocator Envoy writes them with |
@@ -25,6 +26,7 @@
 pub mod decision;
 pub mod fetch;
 pub mod input;
+pub mod metrics;
 
 #[cfg(target_arch = "wasm32")]
 mod callbacks;

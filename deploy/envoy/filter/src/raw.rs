@@ -38,6 +38,17 @@ pub const PLUGIN_CONFIGURATION: u32 = 7;
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
 
+/// A proxy-wasm metric's kind (`MetricType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MetricType {
+    /// Only ever grows.
+    Counter = 0,
+    /// Set to a value.
+    #[cfg(runtime_keys)]
+    Gauge = 1,
+}
+
 /// What a stream callback tells Envoy: go on with the stream, or stop it
 /// here (after a local reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +93,15 @@ pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
 
 unsafe extern "C" {
     fn proxy_log(level: u32, message_data: *const u8, message_size: usize) -> u32;
+    fn proxy_define_metric(
+        metric_type: u32,
+        name_data: *const u8,
+        name_size: usize,
+        return_id: *mut u32,
+    ) -> u32;
+    fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
+    #[cfg(runtime_keys)]
+    fn proxy_record_metric(metric_id: u32, value: u64) -> u32;
     fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
     fn proxy_get_header_map_pairs(map_type: u32, return_data: *mut *mut u8, return_size: *mut usize) -> u32;
     fn proxy_replace_header_map_value(
@@ -274,6 +294,30 @@ pub fn send_local_response(status_code: u32, fields: &[(&str, &str)], body: &[u8
 pub fn log(level: LogLevel, line: &str) {
     // SAFETY: the line is live for the call; Envoy copies it.
     let _ = unsafe { proxy_log(level as u32, line.as_ptr(), line.len()) };
+}
+
+/// Defines metric `name` of `kind` in Envoy's stats (as
+/// `wasmcustom.<name>`): its id. Defining a name again gives the same
+/// metric.
+pub fn define_metric(kind: MetricType, name: &str) -> Result<u32, u32> {
+    let mut id = 0u32;
+    // SAFETY: the name is live for the call; Envoy copies it; the
+    // out-pointer points to a live local.
+    status(unsafe { proxy_define_metric(kind as u32, name.as_ptr(), name.len(), &mut id) })?;
+    Ok(id)
+}
+
+/// Adds `offset` to metric `id`.
+pub fn increment_metric(id: u32, offset: i64) -> Result<(), u32> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_increment_metric(id, offset) })
+}
+
+/// Sets gauge `id` to `value`.
+#[cfg(runtime_keys)]
+pub fn record_metric(id: u32, value: u64) -> Result<(), u32> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_record_metric(id, value) })
 }
 
 /// Asks Envoy to call the root context's tick every `period_ms`.

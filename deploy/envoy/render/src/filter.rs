@@ -250,7 +250,12 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
     }
     let table = (!origins.keys.is_empty()).then(|| crate::keys::cluster_table(&origins.keys));
     let manager = http_connection_manager(&options.module.to_string_lossy(), table, routes);
-    Ok(bootstrap(options.listen, options.admin, manager, clusters))
+    let mut tree = bootstrap(options.listen, options.admin, manager, clusters);
+    // The filter's metrics' labels, as Prometheus labels in the admin's scrape.
+    if let Yaml::Map(entries) = &mut tree {
+        entries.push(("stats_config".to_owned(), crate::stats::stats_config()));
+    }
+    Ok(tree)
 }
 
 /// The Envoy bootstrap (YAML) that runs the gateway filter with routes and

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
 //! | [`keys`] | the gateway filter's clusters for keys fetched at run time, and their table for the filter |
+//! | [`stats`] | the filter's metrics' labels as Envoy tags (`stats_config`) |
 //! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router |
 //! | [`bootstrap`] | what both bootstraps share: options, errors, clusters, connection manager, listener |
 //! | [`yaml`] | the YAML tree both are written in, and its one writer |
@@ -20,4 +21,5 @@ pub mod cli;
 pub mod filter;
 pub mod jwt_authn;
 pub mod keys;
+pub mod stats;
 pub mod yaml;
