@@ -5,9 +5,10 @@
 //! seconds up to `refetch_secs`, and at once when a decision asks for it
 //! and no fetch started in the last `refetch_secs` (an ask within that time
 //! is dropped: the next decision that needs the keys asks again). One fetch
-//! at a time. host-sim and the Envoy filter keep their schedules with this
-//! type; the workerd shim (`deploy/workerd/keys.mjs`) keeps the same rules
-//! in JavaScript.
+//! at a time. host-sim, the Envoy filter and the wasi:http component keep
+//! their schedules with this type, and the last two read the response's
+//! `max-age` with [`max_age`]; the workerd shim (`deploy/workerd/keys.mjs`)
+//! keeps the same rules in JavaScript.
 //!
 //! Times are milliseconds on the host's clock: a monotonic one (host-sim)
 //! or the wall clock (proxy-wasm has no other), on which a clock that jumps
@@ -110,6 +111,24 @@ impl Schedule {
         self.wait_ms = wait_ms;
         self.next_at = now.saturating_add(wait_ms);
     }
+}
+
+/// The `max-age` of a `Cache-Control` field value, in seconds (RFC 9111
+/// section 5.2.2.1; a quoted value is read too). A number too large for
+/// `u64` is `u64::MAX`.
+pub fn max_age(cache_control: &str) -> Option<u64> {
+    cache_control.split(',').find_map(|directive| {
+        let (name, value) = directive.split_once('=')?;
+        if !name.trim().eq_ignore_ascii_case("max-age") {
+            return None;
+        }
+        let value = value.trim();
+        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
+        digits.then(|| {
+            value.bytes().fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -223,6 +242,24 @@ mod tests {
         s.start(T0 + 120_010);
         s.failed(T0 + 120_020);
         assert_eq!(s.due_in(T0 + 120_020), 1000);
+    }
+
+    #[test]
+    fn max_age_is_read_from_cache_control() {
+        for (value, age) in [
+            ("max-age=300", Some(300)),
+            ("public, Max-Age = 60 , must-revalidate", Some(60)),
+            ("max-age=\"15\"", Some(15)),
+            ("s-maxage=5, max-age=7", Some(7)),
+            ("max-age=99999999999999999999999", Some(u64::MAX)),
+            ("no-store", None),
+            ("max-age=", None),
+            ("max-age=-1", None),
+            ("max-age=1h", None),
+            ("", None),
+        ] {
+            assert_eq!(max_age(value), age, "{value:?}");
+        }
     }
 
     #[test]

@@ -196,7 +196,7 @@ export const POLICY_CASES = [
   [
     "public path: methods are case-sensitive",
     req("get", "/healthz"),
-    [{ hosts: { module: MISSING, "host-sim": MISSING, workerd: { front_end: true }, envoy: { front_end: true } }, why: "RFC 9110 section 9.1: methods are case-sensitive, so the rule for GET is not this one's (hyper passes it to the module); workerd answers 501 and Envoy 400 to a method in lower case before any module runs" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "wasi-http"], MISSING), workerd: { front_end: true }, envoy: { front_end: true } }, why: "RFC 9110 section 9.1: methods are case-sensitive, so the rule for GET is not this one's (hyper, in host-sim and wasmtime serve, passes it to the module); workerd answers 501 and Envoy 400 to a method in lower case before any module runs" }],
   ],
   ["dot segments out of a public path need a token", req("GET", "/healthz/../orders/7"), [MISSING]],
   ["an encoded slash never reaches a rule", req("GET", "/docs%2f..%2forders"), [answer(400, "encoded slash or backslash in path")]],
@@ -335,7 +335,7 @@ export const POLICY_CASES = [
   [
     "token cookie in a second Cookie field",
     req("GET", "/orders/7", ["Cookie: theme=dark", `Cookie: __Host-access=${ALICE_P}`]),
-    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark"]] })), workerd: MISSING }, why: "an HTTP/1.1 client sends one Cookie field (RFC 6265 section 5.4); hyper and Envoy keep two apart, and the module reads both; workerd's Headers (Fetch) join them with \", \", so its module reads one cookie, theme, whose value holds the rest, finds no token and answers 401: nothing is forwarded" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy", "wasi-http"], granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark"]] })), workerd: MISSING }, why: "an HTTP/1.1 client sends one Cookie field (RFC 6265 section 5.4); hyper (host-sim, wasmtime serve) and Envoy keep two apart, and the module reads both; workerd's Headers (Fetch) join them with \", \", so its module reads one cookie, theme, whose value holds the rest, finds no token and answers 401: nothing is forwarded" }],
   ],
   ["token cookie names are case-sensitive", req("GET", "/orders/7", [`Cookie: __host-access=${ALICE_P}`]), [MISSING]],
   ["token cookie not a token", req("GET", "/orders/7", ["Cookie: __Host-access=a,b"]), [MALFORMED_SOURCE]],
@@ -354,7 +354,7 @@ export const POLICY_CASES = [
   [
     "token header twice",
     req("GET", "/orders/7", [`X-Api-Token: Token ${ALICE_P}`, `X-Api-Token: Token ${ALICE_P}`]),
-    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], TWO_TOKENS), workerd: MALFORMED_SOURCE }, why: "workerd's Headers (Fetch) join the two fields into one value, \"Token <t>, Token <t>\", which holds no b64token: 400 either way" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy", "wasi-http"], TWO_TOKENS), workerd: MALFORMED_SOURCE }, why: "workerd's Headers (Fetch) join the two fields into one value, \"Token <t>, Token <t>\", which holds no b64token: 400 either way" }],
   ],
   ["token header conflicting with Authorization", req("GET", "/orders/7", [bearer(ALICE_P), `X-Api-Token: Token ${OTHER_ALICE}`]), [TWO_TOKENS]],
   ["token header spelled with underscores is no source and never travels", req("GET", "/orders/7", [bearer(ALICE_P), `X_Api_Token: Token ${OTHER_ALICE}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],

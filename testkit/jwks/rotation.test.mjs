@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
 import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { REUSE_ONE_INSTANCE, WASI_HTTP_FIXTURES, startWasiHttp, wasiHttpReady } from "../../deploy/wasi-http/harness.mjs";
 import {
   JWKS_CONFIG,
   JWKS_ENVOY_WASM,
@@ -121,8 +122,18 @@ if (existsSync(JWKS_WASM) || required("REQUIRE_HOST_SIM")) {
 if ((envoyFilterReady() && existsSync(JWKS_ENVOY_WASM)) || required("REQUIRE_ENVOY")) {
   HOSTS.push(["envoy + gateway filter", (overrides) => startEnvoyFilter(overrides, { wasm: JWKS_ENVOY_WASM, config: JWKS_CONFIG })]);
 }
+// The wasi:http component fetches on requests (wasi:http has no timer), in
+// the instance wasmtime serve gives the request: one kept for every request
+// (told to), or its default, a fresh one per request (`keysPerRequest`: no
+// keys outlive a request, so a request that needs fetched keys fetches them,
+// and a failed fetch fails it closed; deploy/wasi-http/README.md).
+if (wasiHttpReady() || required("REQUIRE_WASI_HTTP")) {
+  const jwks = (overrides, serveArgs) => startWasiHttp(overrides, WASI_HTTP_FIXTURES.jwks, serveArgs);
+  HOSTS.push(["wasmtime serve, one instance reused", (overrides) => jwks(overrides, REUSE_ONE_INSTANCE), { refreshesOnRequests: true }]);
+  HOSTS.push(["wasmtime serve, an instance per request", (overrides) => jwks(overrides, []), { refreshesOnRequests: true, keysPerRequest: true }]);
+}
 
-for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
+for (const [name, start, { refreshesOnRequests = false, keysPerRequest = false } = {}] of HOSTS) {
   describe(`keys fetched at run time: ${name}`, () => {
     let provider;
     let recorder;
@@ -209,7 +220,8 @@ for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
         if (what === "no answer") await sleep(1500); // past the 1000 ms fetch timeout
         assert.ok(provider.fetchesOf("/jwks", since) >= 1, `${what}: no fetch`);
         const res = await call(host.port, good);
-        assert.equal(res.status, 200, `${what}: ${res.body}`);
+        // An instance per request has no last good keys: it fails closed.
+        assert.equal(res.status, keysPerRequest ? 503 : 200, `${what}: ${res.body}`);
         assert.match(host.proc.output(), logged, `${what}: no log line`);
       }
       provider.behave("ok");
@@ -242,8 +254,10 @@ for (const [name, start, { refreshesOnRequests = false } = {}] of HOSTS) {
       const seconds = (Date.now() - started) / 1000;
       assert.ok(answers.every((a) => a === null || a.status === 401), "every made-up kid is refused");
       // refetch_secs = 1 for this issuer; its refresh is 600 s, so every fetch here is the flood's.
+      // An instance per request keeps no schedule: at most one fetch per request.
       const fetches = provider.fetchesOf("/keys.json", since);
-      assert.ok(fetches <= Math.ceil(seconds) + 2, `${fetches} fetches in ${seconds.toFixed(1)} s`);
+      const bound = keysPerRequest ? flood.length : Math.ceil(seconds) + 2;
+      assert.ok(fetches <= bound, `${fetches} fetches in ${seconds.toFixed(1)} s`);
     });
   });
 }

@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+pub use contract::key_schedule::max_age;
 pub use contract::routes::origin_of;
 
 /// The cluster that reaches one origin.
@@ -208,24 +209,6 @@ pub fn answer_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> 
     answer
 }
 
-/// The `max-age` of a `Cache-Control` field value, in seconds (RFC 9111
-/// section 5.2.2.1; a quoted value is read too). A number too large for
-/// `u64` is `u64::MAX`.
-pub fn max_age(cache_control: &str) -> Option<u64> {
-    cache_control.split(',').find_map(|directive| {
-        let (name, value) = directive.split_once('=')?;
-        if !name.trim().eq_ignore_ascii_case("max-age") {
-            return None;
-        }
-        let value = value.trim();
-        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
-        let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
-        digits.then(|| {
-            value.bytes().fold(0u64, |n, b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')))
-        })
-    })
-}
-
 /// How one fetch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -367,24 +350,6 @@ mod tests {
         let odd: [(&[u8], &[u8]); 2] = [(b":status", b"2\xff0"), (b"cache-control", b"\xff")];
         assert_eq!(answer_fields(odd.into_iter()), AnswerFields::default());
         assert_eq!(answer_fields(std::iter::empty()), AnswerFields::default());
-    }
-
-    #[test]
-    fn max_age_is_read_from_cache_control() {
-        for (value, age) in [
-            ("max-age=300", Some(300)),
-            ("public, Max-Age = 60 , must-revalidate", Some(60)),
-            ("max-age=\"15\"", Some(15)),
-            ("s-maxage=5, max-age=7", Some(7)),
-            ("max-age=99999999999999999999999", Some(u64::MAX)),
-            ("no-store", None),
-            ("max-age=", None),
-            ("max-age=-1", None),
-            ("max-age=1h", None),
-            ("", None),
-        ] {
-            assert_eq!(max_age(value), age, "{value:?}");
-        }
     }
 
     #[test]
