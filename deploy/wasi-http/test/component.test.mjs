@@ -4,7 +4,8 @@
 //   wasi:http/proxy world alone and serves with wasmtime serve's defaults
 //   (no -Scli);
 // - bodies stream both ways, byte for byte, chunked or with a length;
-// - an upstream that cannot be reached is the host's own 502.
+// - an upstream that cannot be reached is the host's own 502, a client body
+//   that stalls its 408.
 //
 //   node --test deploy/wasi-http/test/
 import assert from "node:assert/strict";
@@ -13,7 +14,7 @@ import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { ROOT, freePort, mintToken, readFixture } from "../../workerd/harness.mjs";
+import { ROOT, freePort, mintToken, rawRequest, readFixture } from "../../workerd/harness.mjs";
 import { WASI_HTTP_FIXTURES, startWasiHttp, wasiHttpReady } from "../harness.mjs";
 
 const required = process.env.REQUIRE_WASI_HTTP === "1";
@@ -142,5 +143,13 @@ describe("the wasi:http component streams bodies and answers for an upstream it 
     assert.equal(res.status, 502);
     assert.equal(res.headers.get("content-type"), "application/json");
     assert.deepEqual(await res.json(), { error_description: "upstream unavailable" });
+  });
+
+  test("a chunked body that stalls before its first byte is the host's 408", async () => {
+    const head = `POST /orders/slow HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${token()}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+    // The head alone; the body never comes (the component waits 10 s).
+    const res = await rawRequest(host.port, head, 30000);
+    assert.equal(res.status, 408, res.raw ?? res.body);
+    assert.deepEqual(JSON.parse(res.body), { error_description: "request body timed out" });
   });
 });

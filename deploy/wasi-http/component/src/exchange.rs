@@ -103,6 +103,28 @@ pub(crate) fn forward(
     }
 }
 
+/// The first bytes of a body, read before the decision: empty when it ends
+/// at once, `None` when it cannot be read (then no content follows either);
+/// the client's 408 when none come within the stall bound.
+pub(crate) fn first_bytes(from: &InputStream) -> Result<Option<Vec<u8>>, HostAnswer> {
+    if !readable_in_time(from) {
+        return Err(HostAnswer::BodyTimedOut);
+    }
+    Ok(match from.read(CHUNK) {
+        Ok(bytes) => Some(bytes),
+        Err(StreamError::Closed) => Some(Vec::new()),
+        Err(StreamError::LastOperationFailed(_)) => None,
+    })
+}
+
+/// Whether `from` has bytes (or its end) before the client's body stalls
+/// for `BODY_STALL_NS`.
+fn readable_in_time(from: &InputStream) -> bool {
+    let ready = from.subscribe();
+    let stall = monotonic_clock::subscribe_duration(BODY_STALL_NS);
+    poll::poll(&[&ready, &stall]).contains(&0)
+}
+
 /// Request options: the connect timeout, and the first-byte and
 /// between-bytes timeouts.
 pub(crate) fn options(connect_ns: u64, response_ns: u64) -> RequestOptions {
@@ -122,9 +144,7 @@ fn send_body(first: Option<Vec<u8>>, from: &InputStream, to: &OutgoingBody) -> R
         return Err(Failure::Broken);
     }
     loop {
-        let ready = from.subscribe();
-        let stall = monotonic_clock::subscribe_duration(BODY_STALL_NS);
-        if !poll::poll(&[&ready, &stall]).contains(&0) {
+        if !readable_in_time(from) {
             return Err(Failure::Stalled);
         }
         match to.blocking_splice(from, CHUNK) {

@@ -18,7 +18,6 @@ use crate::bindings::wasi::clocks::wall_clock;
 use crate::bindings::wasi::http::types::{
     ErrorCode, Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam, Scheme,
 };
-use crate::bindings::wasi::io::streams::{InputStream, StreamError};
 use crate::input::{self, RequestLine};
 use crate::overrides::Overrides;
 use crate::plan::Field;
@@ -74,7 +73,13 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     // A body without Content-Length: its first bytes say whether content
     // follows (an empty body ends at once), and they are forwarded first.
     let framed = fields.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length"));
-    let first = if framed { None } else { first_bytes(&stream) };
+    let first = match framed {
+        true => None,
+        false => match crate::exchange::first_bytes(&stream) {
+            Ok(first) => first,
+            Err(answer) => return host_answer(response_out, answer),
+        },
+    };
     let head = matches!(method, Method::Head);
     let State { instance, overrides, .. } = state;
     if let Err(why) = overrides.load(instance) {
@@ -108,16 +113,6 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     // instance the runtime reuses).
     #[cfg(runtime_keys)]
     state.keys.refresh_due(&mut state.instance, &state.overrides);
-}
-
-/// The first bytes of a body: empty when it ends at once, `None` when it
-/// cannot be read (then no content follows either).
-fn first_bytes(stream: &InputStream) -> Option<Vec<u8>> {
-    match stream.blocking_read(CHUNK) {
-        Ok(bytes) => Some(bytes),
-        Err(StreamError::Closed) => Some(Vec::new()),
-        Err(StreamError::LastOperationFailed(_)) => None,
-    }
 }
 
 /// Runs the core on the first `len` bytes of the input buffer at the wall
