@@ -103,6 +103,7 @@ fn stages(c: &mut Criterion) {
                 &context,
                 &COMPILED,
                 &none,
+                &contract::Labels::default(),
                 &mut arena,
             )
             .unwrap();

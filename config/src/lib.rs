@@ -270,8 +270,10 @@ pub fn parse(
         claim_headers: raw.claim_headers,
         payload_header: raw.payload_header,
         cors: raw.cors,
+        upstreams: raw.upstreams,
     };
-    let (policy, warnings) = policy::read(policy_input, &routes).map_err(fail)?;
+    let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
+    let (policy, warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
     Ok(GatewayConfig {
         realm: raw.realm,
         trusted_proxy_hops: raw.trusted_proxy_hops,

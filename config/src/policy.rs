@@ -9,10 +9,8 @@
 //! decides. Every name that reaches a header is a lower-case token that the
 //! module does not set itself and that no HTTP stack owns.
 
-use std::collections::BTreeMap;
-
 use crate::error::ConfigErrorKind;
-use crate::raw::{RawClaimHeader, RawCors, RawRule, RawTokenSource};
+use crate::raw::{RawClaimHeader, RawCors, RawRule, RawTokenSource, RawUpstreams};
 use crate::{MAX_CLAIM_NAME, MAX_POLICY_CLAIMS, MAX_TEXT_LEN, RouteConfig};
 
 /// The policy entries of the TOML.
@@ -23,6 +21,7 @@ pub(crate) struct Input {
     pub claim_headers: Vec<RawClaimHeader>,
     pub payload_header: Option<String>,
     pub cors: Option<RawCors>,
+    pub upstreams: Option<RawUpstreams>,
 }
 
 /// The policies, in the form the worker reads.
@@ -42,11 +41,43 @@ pub struct PolicyConfig {
     pub claim_headers: Vec<ClaimHeaderConfig>,
     /// The header that carries the verified payload, when configured.
     pub payload_header: Option<String>,
+    /// How the servers behind the gateway may read a request.
+    pub readings: ReadingsConfig,
+}
+
+/// The readings of a request the rules must hold for (`[upstreams]`): each
+/// on unless the config says no upstream reads a request that way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadingsConfig {
+    /// Paths in any letter case (Express, ASP.NET Core).
+    pub any_case: bool,
+    /// A trailing slash ignored (Express, ASP.NET Core, Spring MVC before 6).
+    pub trailing_slash: bool,
+    /// A `.ext` suffix ignored (Spring MVC's suffix patterns).
+    pub suffix: bool,
+    /// `;` parameters stripped (Tomcat, Jetty, Spring).
+    pub path_parameters: bool,
+    /// Method-override headers and `_method` honoured.
+    pub method_override: bool,
+}
+
+impl Default for ReadingsConfig {
+    fn default() -> Self {
+        ReadingsConfig {
+            any_case: true,
+            trailing_slash: true,
+            suffix: true,
+            path_parameters: true,
+            method_override: true,
+        }
+    }
 }
 
 /// One rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleConfig {
+    /// Its name for counters and logs: `name`, or `rules[i]`.
+    pub name: String,
     /// Methods; empty: any.
     pub methods: Vec<String>,
     /// Which normalized paths.
@@ -94,6 +125,8 @@ pub struct RequirementsConfig {
     pub roles: Option<RolesConfig>,
     /// Exact claim values.
     pub claim_values: Vec<ClaimValueConfig>,
+    /// The issuers (indices) whose tokens the rule accepts; empty: any.
+    pub issuers: Vec<u8>,
 }
 
 /// Membership in an array claim.
@@ -136,6 +169,22 @@ pub struct ClaimHeaderConfig {
     pub header: String,
     /// Percent-encode a value that cannot travel intact instead of refusing it.
     pub percent_encode: bool,
+    /// The JSON type the claim must have, when the config names one.
+    pub value_type: Option<ClaimType>,
+}
+
+/// The JSON type a claim forwarded as a header must have (`type`), so that
+/// the upstream never reads `"true"` as `true` or `"a,b"` as a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimType {
+    /// A string.
+    String,
+    /// A number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+    /// An array of strings, numbers or booleans.
+    List,
 }
 
 /// Where a token may come from.
@@ -175,8 +224,9 @@ pub struct CorsConfig {
 
 /// Fields the module sets itself, or that an HTTP stack or the token owns:
 /// no configured header may be one of them.
-const RESERVED_FIELDS: [&str; 18] = [
+const RESERVED_FIELDS: [&str; 19] = [
     "x-gateway-subject",
+    "x-gateway-issuer",
     "x-gateway-upstream",
     "x-forwarded-for",
     "x-forwarded-proto",
@@ -203,6 +253,7 @@ const MAX_CORS_AGE_SECS: u32 = 86_400;
 pub(crate) fn read(
     input: Input,
     routes: &[RouteConfig],
+    issuers: &[Option<&str>],
 ) -> Result<(PolicyConfig, Vec<String>), ConfigErrorKind> {
     let mut claims = ClaimNames::default();
     let token_sources = token_sources(input.token_sources)?;
@@ -222,9 +273,15 @@ pub(crate) fn read(
     };
     let mut rules = Vec::with_capacity(input.rules.len());
     for (i, raw) in input.rules.into_iter().enumerate() {
-        rules.push(rule(&format!("rules[{i}]"), raw, routes, &mut claims)?);
+        rules.push(rules::rule(&format!("rules[{i}]"), raw, routes, issuers, &mut claims)?);
     }
-    let warnings = order::check_order(&rules)?;
+    if let Some((i, rule)) =
+        rules.iter().enumerate().find(|(i, r)| rules[..*i].iter().any(|o| o.name == r.name))
+    {
+        return Err(invalid(&format!("rules[{i}].name"), format!("{:?} names another rule too", rule.name)));
+    }
+    let readings = readings(input.upstreams);
+    let warnings = order::check_order(&rules, &readings)?;
     let mut taken: Vec<String> = token_sources
         .iter()
         .filter_map(|s| match s {
@@ -239,13 +296,34 @@ pub(crate) fn read(
         let header = raw.header.unwrap_or_else(|| default_header(&raw.claim));
         let header = header_name(&format!("{entry}.header"), &header, &taken)?;
         taken.push(header.clone());
-        claim_headers.push(ClaimHeaderConfig { claim: index, header, percent_encode: raw.percent_encode });
+        let value_type = match raw.value_type.as_deref() {
+            None => None,
+            Some("string") => Some(ClaimType::String),
+            Some("number") => Some(ClaimType::Number),
+            Some("boolean") => Some(ClaimType::Boolean),
+            Some("list") => Some(ClaimType::List),
+            Some(other) => {
+                return Err(invalid(
+                    &format!("{entry}.type"),
+                    format!("{other:?} must be string, number, boolean or list"),
+                ));
+            }
+        };
+        claim_headers.push(ClaimHeaderConfig {
+            claim: index,
+            header,
+            percent_encode: raw.percent_encode,
+            value_type,
+        });
     }
     let payload_header = match input.payload_header {
         Some(name) => Some(header_name("payload_header", &name, &taken)?),
         None => None,
     };
     let cors = input.cors.map(|raw| cors::cors(raw, routes)).transpose()?;
+    if let Some(route) = cors.as_ref().and_then(|c| c.unmatched_preflight_route) {
+        cors::check_unmatched_preflight(route, &rules, routes)?;
+    }
     let policy = PolicyConfig {
         rules,
         cors,
@@ -254,8 +332,22 @@ pub(crate) fn read(
         scope_claims,
         claim_headers,
         payload_header,
+        readings,
     };
     Ok((policy, warnings))
+}
+
+/// `[upstreams]`, each reading on unless turned off.
+fn readings(raw: Option<RawUpstreams>) -> ReadingsConfig {
+    let all = ReadingsConfig::default();
+    let Some(raw) = raw else { return all };
+    ReadingsConfig {
+        any_case: raw.any_case.unwrap_or(all.any_case),
+        trailing_slash: raw.trailing_slash.unwrap_or(all.trailing_slash),
+        suffix: raw.suffix.unwrap_or(all.suffix),
+        path_parameters: raw.path_parameters.unwrap_or(all.path_parameters),
+        method_override: raw.method_override.unwrap_or(all.method_override),
+    }
 }
 
 fn invalid(entry: &str, why: impl Into<String>) -> ConfigErrorKind {
@@ -365,102 +457,6 @@ fn token_sources(raw: Vec<RawTokenSource>) -> Result<Vec<TokenSourceConfig>, Con
     Ok(sources)
 }
 
-/// A rule's path: canonical as the module normalizes paths, so that it can
-/// match: starts with `/`, RFC 3986 path characters, escapes of reserved
-/// bytes only (upper-case hex, never `/` or `\`), no dot or empty segments.
-fn rule_path(entry: &str, path: &str) -> Result<String, ConfigErrorKind> {
-    let bytes = path.as_bytes();
-    let mut ok = path.starts_with('/') && path.len() <= MAX_TEXT_LEN;
-    let mut i = 0;
-    while ok && i < bytes.len() {
-        let b = bytes[i];
-        if b == b'%' {
-            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            let byte = hex.filter(|h| h.bytes().all(|c| c.is_ascii_digit() || (b'A'..=b'F').contains(&c)));
-            let byte = byte.and_then(|h| u8::from_str_radix(h, 16).ok());
-            ok = byte.is_some_and(|v| {
-                !(v.is_ascii_alphanumeric() || b"-._~/\\".contains(&v) || v < 0x20 || v == 0x7f)
-            });
-            i += 3;
-            continue;
-        }
-        ok = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
-        i += 1;
-    }
-    let segments: Vec<&str> = path.split('/').skip(1).collect();
-    let last = segments.len().saturating_sub(1);
-    let segments_ok = path == "/"
-        || segments.iter().enumerate().all(|(i, s)| {
-            let name = s.split(';').next().unwrap_or(s);
-            (!s.is_empty() || i == last) && name != "." && name != ".."
-        });
-    match ok && segments_ok {
-        true => Ok(path.to_owned()),
-        false => Err(invalid(
-            entry,
-            format!(
-                "{path:?} must be a normalized path: starting with '/', no dot or empty segments, no escapes of unreserved characters or slashes"
-            ),
-        )),
-    }
-}
-
-fn rule(
-    entry: &str,
-    raw: RawRule,
-    routes: &[RouteConfig],
-    claims: &mut ClaimNames,
-) -> Result<RuleConfig, ConfigErrorKind> {
-    let path = match (raw.path, raw.prefix) {
-        (Some(path), None) => PathMatchConfig::Exact(rule_path(&format!("{entry}.path"), &path)?),
-        (None, Some(prefix)) => PathMatchConfig::Prefix(rule_path(&format!("{entry}.prefix"), &prefix)?),
-        _ => return Err(invalid(entry, "needs exactly one of path = \"/exact\" or prefix = \"/below\"")),
-    };
-    let mut methods = Vec::with_capacity(raw.methods.len());
-    for (i, method) in raw.methods.into_iter().enumerate() {
-        if !is_token(&method) {
-            return Err(invalid(
-                &format!("{entry}.methods[{i}]"),
-                format!("{method:?} is not an HTTP method"),
-            ));
-        }
-        if methods.contains(&method) {
-            return Err(invalid(&format!("{entry}.methods[{i}]"), format!("{method:?} is listed twice")));
-        }
-        methods.push(method);
-    }
-    let has_requirements = raw.scopes.is_some() || raw.roles.is_some() || raw.claims.is_some();
-    let access = match raw.access.as_deref().unwrap_or("token") {
-        "public" if has_requirements || raw.status.is_some() => {
-            return Err(invalid(entry, "a public rule takes only path or prefix, methods and route"));
-        }
-        "public" => {
-            let aud = raw
-                .route
-                .ok_or_else(|| invalid(entry, "a public rule needs route = \"AUD\": where it goes"))?;
-            AccessConfig::Public { route: route_index(&format!("{entry}.route"), &aud, routes)? }
-        }
-        "deny" if has_requirements || raw.route.is_some() => {
-            return Err(invalid(entry, "a deny rule takes only path or prefix, methods and status"));
-        }
-        "deny" => match raw.status.unwrap_or(403) {
-            status @ (403 | 404) => AccessConfig::Deny { status },
-            other => return Err(invalid(&format!("{entry}.status"), format!("{other} must be 403 or 404"))),
-        },
-        "token" if raw.route.is_some() || raw.status.is_some() => {
-            return Err(invalid(entry, "a token rule is routed by the token's audience: no route or status"));
-        }
-        "token" => AccessConfig::Token(requirements(entry, raw.scopes, raw.roles, raw.claims, claims)?),
-        other => {
-            return Err(invalid(
-                &format!("{entry}.access"),
-                format!("{other:?} must be public, token or deny"),
-            ));
-        }
-    };
-    Ok(RuleConfig { methods, path, access })
-}
-
 fn route_index(entry: &str, aud: &str, routes: &[RouteConfig]) -> Result<u16, ConfigErrorKind> {
     match routes.iter().position(|r| r.aud == aud) {
         Some(index) => Ok(index as u16),
@@ -468,77 +464,9 @@ fn route_index(entry: &str, aud: &str, routes: &[RouteConfig]) -> Result<u16, Co
     }
 }
 
-fn requirements(
-    entry: &str,
-    scopes: Option<crate::raw::RawSet>,
-    roles: Option<crate::raw::RawRoles>,
-    values: Option<BTreeMap<String, toml::Value>>,
-    claims: &mut ClaimNames,
-) -> Result<RequirementsConfig, ConfigErrorKind> {
-    let mut requirements = RequirementsConfig::default();
-    if let Some(scopes) = scopes {
-        for (list, which) in [(&scopes.all, "all"), (&scopes.any, "any")] {
-            for (i, scope) in list.iter().enumerate() {
-                // RFC 6750 section 3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
-                if scope.is_empty() || !scope.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e)) {
-                    let entry = format!("{entry}.scopes.{which}[{i}]");
-                    return Err(invalid(
-                        &entry,
-                        format!("{scope:?} must be a scope token (visible ASCII, no quote or backslash)"),
-                    ));
-                }
-            }
-        }
-        if scopes.all.is_empty() && scopes.any.is_empty() {
-            return Err(invalid(&format!("{entry}.scopes"), "lists no scope"));
-        }
-        requirements.scope_attribute =
-            scopes.all.iter().chain(&scopes.any).cloned().collect::<Vec<_>>().join(" ");
-        requirements.scopes_all = scopes.all;
-        requirements.scopes_any = scopes.any;
-    }
-    if let Some(roles) = roles {
-        let claim_name = roles.claim.unwrap_or_else(|| "roles".into());
-        let claim = claims.index(&format!("{entry}.roles.claim"), &claim_name)?;
-        if roles.all.is_empty() && roles.any.is_empty() {
-            return Err(invalid(&format!("{entry}.roles"), "lists no role"));
-        }
-        for role in roles.all.iter().chain(&roles.any) {
-            if role.is_empty() || role.len() > MAX_TEXT_LEN || role.chars().any(char::is_control) {
-                return Err(invalid(
-                    &format!("{entry}.roles"),
-                    format!("{role:?} must be 1 to 200 bytes of text"),
-                ));
-            }
-        }
-        requirements.roles = Some(RolesConfig { claim, all: roles.all, any: roles.any });
-    }
-    for (name, value) in values.unwrap_or_default() {
-        let value_entry = format!("{entry}.claims.{name}");
-        let value = match value {
-            toml::Value::String(s) if s.len() <= MAX_TEXT_LEN && !s.chars().any(char::is_control) => {
-                LiteralConfig::String(s)
-            }
-            toml::Value::Integer(n) => LiteralConfig::Integer(n),
-            toml::Value::Boolean(b) => LiteralConfig::Bool(b),
-            other => {
-                return Err(invalid(
-                    &value_entry,
-                    format!(
-                        "is a {}; a claim value is a string (up to 200 bytes), an integer or a boolean",
-                        other.type_str()
-                    ),
-                ));
-            }
-        };
-        let claim = claims.index(&value_entry, &name)?;
-        requirements.claim_values.push(ClaimValueConfig { claim, value });
-    }
-    Ok(requirements)
-}
-
 mod cors;
 mod order;
+mod rules;
 
 #[cfg(test)]
 mod tests;

@@ -56,6 +56,18 @@ pub(crate) struct RawConfig {
     pub claim_headers: Vec<RawClaimHeader>,
     pub payload_header: Option<String>,
     pub cors: Option<RawCors>,
+    pub upstreams: Option<RawUpstreams>,
+}
+
+/// `[upstreams]`: how the servers behind the gateway may read a request.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUpstreams {
+    pub any_case: Option<bool>,
+    pub trailing_slash: Option<bool>,
+    pub suffix: Option<bool>,
+    pub path_parameters: Option<bool>,
+    pub method_override: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -112,6 +124,7 @@ pub(crate) struct RawTokenSource {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRule {
+    pub name: Option<String>,
     pub path: Option<String>,
     pub prefix: Option<String>,
     #[serde(default)]
@@ -122,6 +135,7 @@ pub(crate) struct RawRule {
     pub scopes: Option<RawSet>,
     pub roles: Option<RawRoles>,
     pub claims: Option<BTreeMap<String, toml::Value>>,
+    pub issuers: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -150,6 +164,8 @@ pub(crate) struct RawClaimHeader {
     pub header: Option<String>,
     #[serde(default)]
     pub percent_encode: bool,
+    #[serde(rename = "type")]
+    pub value_type: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -7,7 +7,9 @@
 
 use std::fmt::Write as _;
 
-use crate::policy::{AccessConfig, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig};
+use crate::policy::{
+    AccessConfig, ClaimType, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig,
+};
 use crate::{GatewayConfig, IssuerConfig, PublicKey, PublicKeyConfig, hmac_key};
 
 /// The generated source for `config`.
@@ -158,19 +160,36 @@ fn policy_rust(config: &GatewayConfig) -> String {
         .iter()
         .map(|h| {
             format!(
-                "ClaimHeader {{ claim: {}, header: {:?}, percent_encode: {} }}",
-                h.claim, h.header, h.percent_encode
+                "ClaimHeader {{ claim: {}, header: {:?}, percent_encode: {}, value_type: {} }}",
+                h.claim,
+                h.header,
+                h.percent_encode,
+                match h.value_type {
+                    None => "None",
+                    Some(ClaimType::String) => "Some(ClaimType::String)",
+                    Some(ClaimType::Number) => "Some(ClaimType::Number)",
+                    Some(ClaimType::Boolean) => "Some(ClaimType::Boolean)",
+                    Some(ClaimType::List) => "Some(ClaimType::List)",
+                }
             )
         })
         .collect();
+    let r = &policy.readings;
+    let rule_names: Vec<String> = policy.rules.iter().map(|rule| rule.name.clone()).collect();
     format!(
-        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?} }}",
+        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {} }}, rule_names: {} }}",
         rules.join(", "),
         sources.join(", "),
         strs(&policy.claims),
         policy.scope_claims,
         claim_headers.join(", "),
-        policy.payload_header.as_deref()
+        policy.payload_header.as_deref(),
+        r.any_case,
+        r.trailing_slash,
+        r.suffix,
+        r.path_parameters,
+        r.method_override,
+        strs(&rule_names)
     )
 }
 
@@ -197,10 +216,11 @@ fn requirements_rust(requirements: &RequirementsConfig) -> String {
         })
         .collect();
     format!(
-        "Requirements {{ scopes_all: {}, scopes_any: {}, scope_attribute: {:?}, roles: {roles}, claim_values: &[{}] }}",
+        "Requirements {{ scopes_all: {}, scopes_any: {}, scope_attribute: {:?}, roles: {roles}, claim_values: &[{}], issuers: &{:?} }}",
         strs(&requirements.scopes_all),
         strs(&requirements.scopes_any),
         requirements.scope_attribute,
-        values.join(", ")
+        values.join(", "),
+        requirements.issuers
     )
 }

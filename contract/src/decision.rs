@@ -9,6 +9,7 @@
 //! views borrow the output and copy nothing.
 
 use crate::FORWARD_STATUS;
+use crate::outcome::{Cache, Labels};
 
 /// What the module decided for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +28,8 @@ pub struct Forward<'a> {
     /// The path and query to request: starts with `/`, RFC 3986
     /// characters only, already normalized.
     pub path: &'a str,
+    /// What decided it, for the host's counters and logs.
+    pub labels: Labels,
     /// The operation lines, checked.
     operations: &'a str,
 }
@@ -57,6 +60,8 @@ pub struct Answer<'a> {
     pub error: &'a str,
     /// A short reason, for logs.
     pub reason: &'a str,
+    /// What decided it, for the host's counters and logs.
+    pub labels: Labels,
     /// The issuer whose keys the host should fetch now (a `~<issuer>` line:
     /// the token named a kid its fetched keys lack, or they expired).
     /// Changes nothing the client receives.
@@ -85,6 +90,9 @@ pub enum DecodeError {
     ShortAnswer,
     /// An answer's error code or reason holds characters it may not.
     Reason,
+    /// The label line (`#<outcome> <rule> <route> <issuer> <cache>`) is
+    /// missing after the first two lines, or malformed.
+    Labels,
 }
 
 impl DecodeError {
@@ -98,6 +106,7 @@ impl DecodeError {
             DecodeError::Line(_) => "a line is not a valid operation or field",
             DecodeError::ShortAnswer => "answer needs code, reason and body lines",
             DecodeError::Reason => "answer code or reason holds invalid characters",
+            DecodeError::Labels => "the label line is missing or malformed",
         }
     }
 }
@@ -119,6 +128,7 @@ const MODULE_FAILED: Answer<'static> = Answer {
     status: 500,
     error: "",
     reason: "gateway module failed",
+    labels: Labels::of(crate::outcome::MODULE_FAILED),
     refresh_keys: None,
     fields: ">content-type:application/json",
     body: r#"{"error_description":"gateway module failed"}"#,
@@ -277,24 +287,59 @@ enum Check {
 
 fn decode_forward(text: &str, check: Check) -> Result<Forward<'_>, DecodeError> {
     let (origin, rest) = split_at_byte(text, b'\n').unwrap_or((text, ""));
-    let (path, operations) = split_at_byte(rest, b'\n').unwrap_or((rest, ""));
-    if check == Check::Structure {
-        return Ok(Forward { origin, path, operations });
-    }
-    if !is_origin(origin) {
+    let (path, rest) = split_at_byte(rest, b'\n').unwrap_or((rest, ""));
+    let (labels, operations) = split_at_byte(rest, b'\n').unwrap_or((rest, ""));
+    if check == Check::Every && !is_origin(origin) {
         return Err(DecodeError::Origin);
     }
-    if !path.starts_with('/') || !all(path.as_bytes(), TARGET) {
+    if check == Check::Every && (!path.starts_with('/') || !all(path.as_bytes(), TARGET)) {
         return Err(DecodeError::Path);
+    }
+    let labels = label_line(labels).ok_or(DecodeError::Labels)?;
+    if check == Check::Structure {
+        return Ok(Forward { origin, path, labels, operations });
     }
     if text.ends_with('\n') {
         // A forward has no trailing newline: an empty last line is no operation.
         return Err(DecodeError::Line(text.bytes().filter(|&b| b == b'\n').count() + 1));
     }
     for (i, line) in lines(operations).enumerate() {
-        operation(line).ok_or(DecodeError::Line(i + 3))?;
+        operation(line).ok_or(DecodeError::Line(i + 4))?;
     }
-    Ok(Forward { origin, path, operations })
+    Ok(Forward { origin, path, labels, operations })
+}
+
+/// The label line `#oorrrrttttii c`: outcome, rule, route and issuer in
+/// lower-case hex of fixed widths (2, 4, 4, 2 digits; all `f` for none),
+/// a space, and the cache: `h`, `m` or `-`.
+fn label_line(line: &str) -> Option<Labels> {
+    let bytes = line.as_bytes();
+    let (b'#', Some(digits), Some(b' '), Some(&cache), true) =
+        (bytes.first()?, bytes.get(1..13), bytes.get(13), bytes.get(14), bytes.len() == 15)
+    else {
+        return None;
+    };
+    if !digits.iter().all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return None;
+    }
+    let packed = u64::from_str_radix(core::str::from_utf8(digits).ok()?, 16).ok()?;
+    let field = |shift: u32, none: u64| {
+        let value = packed >> shift & none;
+        (value != none).then_some(value)
+    };
+    let cache = match cache {
+        b'h' => Cache::Hit,
+        b'm' => Cache::Miss,
+        b'-' => Cache::None,
+        _ => return None,
+    };
+    Some(Labels {
+        outcome: (packed >> 40) as u8,
+        rule: field(24, 0xffff).map(|r| r as u16),
+        route: field(8, 0xffff).map(|r| r as u16),
+        issuer: field(0, 0xff).map(|i| i as u8),
+        cache,
+    })
 }
 
 /// The operation a forward line spells, `None` when it breaks the format.
@@ -328,6 +373,8 @@ fn decode_answer(status: u16, text: &str, check: Check) -> Result<Answer<'_>, De
     if check == Check::Every && (!all(error.as_bytes(), CODE) || !all(reason.as_bytes(), DESCRIPTION)) {
         return Err(DecodeError::Reason);
     }
+    let (labels, rest) = split_at_byte(rest, b'\n').ok_or(DecodeError::Labels)?;
+    let labels = label_line(labels).ok_or(DecodeError::Labels)?;
     let (fields, body) = match rest.rfind('\n') {
         Some(last) => (&rest[..last], &rest[last + 1..]),
         None => ("", rest),
@@ -336,16 +383,16 @@ fn decode_answer(status: u16, text: &str, check: Check) -> Result<Answer<'_>, De
     let (refresh_keys, fields, first_field_line) = match fields.strip_prefix('~') {
         Some(after) => {
             let (number, fields) = split_at_byte(after, b'\n').unwrap_or((after, ""));
-            (Some(issuer_number(number).ok_or(DecodeError::Line(3))?), fields, 4)
+            (Some(issuer_number(number).ok_or(DecodeError::Line(4))?), fields, 5)
         }
-        None => (None, fields, 3),
+        None => (None, fields, 4),
     };
     if check == Check::Every {
         for (i, line) in lines(fields).enumerate() {
             line.strip_prefix('>').and_then(field).ok_or(DecodeError::Line(i + first_field_line))?;
         }
     }
-    Ok(Answer { status, error, reason, refresh_keys, fields, body })
+    Ok(Answer { status, error, reason, labels, refresh_keys, fields, body })
 }
 
 /// An issuer's index as a `~` line writes it: a contract number, 0 to 255.

@@ -7,6 +7,8 @@
 //! line breaks), and every reader checks it again with
 //! [`crate::Decision::decode`]. Running out of room is an error, not a panic.
 
+use crate::outcome::Labels;
+
 /// The output buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Full;
@@ -77,15 +79,34 @@ impl<'o> Encoder<'o> {
         self.push_all(&[error.as_bytes(), b"\n", reason.as_bytes()])
     }
 
+    /// The label line, right after the first two lines of either kind of
+    /// decision (`ABI.md`, "Labels"): what decided it, by number: outcome,
+    /// rule, route and issuer packed in lower-case hex of fixed widths (2,
+    /// 4, 4 and 2 digits, all `f` for none), then the cache's letter
+    /// (`#1dffff000100 m`). Every build of the module carries this, so it
+    /// is one packed number and one loop.
+    pub fn labels(&mut self, labels: &Labels) -> Result<(), Full> {
+        let packed = u64::from(labels.outcome) << 40
+            | u64::from(labels.rule.unwrap_or(0xffff)) << 24
+            | u64::from(labels.route.unwrap_or(0xffff)) << 8
+            | u64::from(labels.issuer.unwrap_or(0xff));
+        let mut line = *b"\n#000000000000 -";
+        hex(&mut line[2..14], packed);
+        line[15] = b"-hm"[labels.cache as usize];
+        self.push(&line)
+    }
+
     /// A direct answer's request to its host, right after
-    /// [`Encoder::answer`]: fetch the keys of issuer `issuer` now (`ABI.md`,
+    /// [`Encoder::labels`]: fetch the keys of issuer `issuer` now (`ABI.md`,
     /// "Keys fetched at run time").
     pub fn refresh_keys(&mut self, issuer: u8) -> Result<(), Full> {
         self.push(b"\n~")?;
         self.decimal(u32::from(issuer))
     }
 
-    /// A number in decimal, as the contract writes numbers.
+    /// A number in decimal, as the contract writes numbers. Never inlined:
+    /// one copy serves every caller in the module.
+    #[inline(never)]
     pub(crate) fn decimal(&mut self, n: u32) -> Result<(), Full> {
         let mut digits = [0u8; 10];
         let mut start = digits.len();
@@ -128,6 +149,17 @@ impl<'o> Encoder<'o> {
         self.push(bytes)?;
         self.buf[start..self.len].make_ascii_lowercase();
         Ok(())
+    }
+}
+
+/// Writes `value` into `digits` in lower-case hex, as many digits as it
+/// has room for. Never inlined: the module keeps one small loop.
+#[inline(never)]
+fn hex(digits: &mut [u8], value: u64) {
+    let mut value = value;
+    for digit in digits.iter_mut().rev() {
+        *digit = b"0123456789abcdef"[(value & 15) as usize];
+        value >>= 4;
     }
 }
 

@@ -9,6 +9,11 @@ pub const GATEWAY_PREFIX: &str = "x-gateway-";
 /// The field that carries the token's subject upstream.
 pub const SUBJECT: &str = "x-gateway-subject";
 
+/// The field that names the issuer of the verified token (its configured
+/// `iss`): a subject is unique only within its issuer (RFC 7519 section
+/// 4.1.2), so the upstream reads the two together.
+pub const ISSUER: &str = "x-gateway-issuer";
+
 /// The field the Envoy filter sets to the forward's origin, which the
 /// rendered route table matches to pick the origin's cluster (Envoy removes
 /// it before the request leaves). The module drops any client's spelling of
@@ -62,6 +67,21 @@ impl HostAnswer {
             HostAnswer::ModuleFailed => 500,
             HostAnswer::BodyTooLarge => 413,
             HostAnswer::BodyTimedOut => 408,
+        }
+    }
+
+    /// The id of its outcome (`crate::outcome`), for the host's counters.
+    pub const fn outcome(self) -> u8 {
+        use crate::outcome::id;
+        match self {
+            HostAnswer::UpstreamUnavailable => id("upstream_unavailable"),
+            HostAnswer::UpstreamTimedOut => id("upstream_timed_out"),
+            HostAnswer::UpstreamBusy => id("upstream_busy"),
+            HostAnswer::ModuleFailed => id("module_failed"),
+            HostAnswer::ModuleOutOfTime => id("module_out_of_time"),
+            HostAnswer::GatewayBusy => id("gateway_busy"),
+            HostAnswer::BodyTooLarge => id("body_too_large"),
+            HostAnswer::BodyTimedOut => id("body_timed_out"),
         }
     }
 

@@ -20,6 +20,7 @@
 //! | [`fields`] | header names and the answers hosts make themselves |
 //! | [`key_sources`] | where and how often hosts fetch an issuer's keys |
 //! | [`key_schedule`] | when a host fetches them: refresh, `max-age`, backoff, asked-for fetches |
+//! | [`outcome`] | what a decision was, named: the label line's outcomes and indices |
 //! | [`routes`] | the route table a module lists, and upstream overrides |
 //! | `owned` (feature `std`) | a decision a host keeps, and the host's own answers as decisions |
 #![no_std]
@@ -33,6 +34,7 @@ pub mod encode;
 pub mod fields;
 pub mod key_schedule;
 pub mod key_sources;
+pub mod outcome;
 #[cfg(feature = "std")]
 pub mod owned;
 pub mod routes;
@@ -40,10 +42,11 @@ pub mod routes;
 pub use context::{Context, ContextError, Scheme};
 pub use decision::{Answer, Decision, DecodeError, Forward, Operation};
 pub use encode::{Encoder, Full};
+pub use outcome::{Cache, Labels};
 
 /// The contract version. A module exports it (`abi_version`); a host
 /// refuses a module whose version it does not know.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 /// The status of a forward decision; every other status is a direct answer.
 pub const FORWARD_STATUS: u16 = 200;

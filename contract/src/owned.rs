@@ -9,8 +9,11 @@ use crate::decision::{Decision, DecodeError};
 use crate::encode::Encoder;
 use crate::fields::{HostAnswer, JSON};
 
-/// A checked decision and the text it was read from.
-#[derive(Clone, PartialEq, Eq)]
+/// A checked decision and the text it was read from. Two are equal when
+/// they decide the same: the label line's cache letter, which says only
+/// whether the instance had verified the token before, is not compared (a
+/// reused instance and a fresh one decide alike, and say so differently).
+#[derive(Clone, Eq)]
 pub struct DecisionBuf {
     status: u32,
     /// Checked whole by [`Decision::decode`] when it was made; never changed.
@@ -31,6 +34,7 @@ impl DecisionBuf {
         // 256 bytes hold the longest description, body and content type.
         let written = out
             .answer("", answer.description())
+            .and_then(|()| out.labels(&crate::Labels::of(answer.outcome())))
             .and_then(|()| out.add_response_field("content-type", &[JSON.as_bytes()]))
             .and_then(|()| out.body(&[answer.body().as_bytes()]))
             .map(|()| out.written());
@@ -60,6 +64,21 @@ impl DecisionBuf {
     }
 }
 
+impl PartialEq for DecisionBuf {
+    fn eq(&self, other: &Self) -> bool {
+        self.status == other.status && cache_blind(self.view()) == cache_blind(other.view())
+    }
+}
+
+/// `decision` with its label line's cache letter read as none.
+fn cache_blind(mut decision: Decision<'_>) -> Decision<'_> {
+    match &mut decision {
+        Decision::Forward(forward) => forward.labels.cache = crate::Cache::None,
+        Decision::Answer(answer) => answer.labels.cache = crate::Cache::None,
+    }
+    decision
+}
+
 impl core::fmt::Debug for DecisionBuf {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         self.view().fmt(f)
@@ -76,12 +95,12 @@ mod tests {
         let outputs: [(u32, &str); 4] = [
             (
                 200,
-                "http://10.0.0.5:8080\n/orders/7?x=1\n-authorization\n+x-gateway-subject:alice\n!server\n>vary:Origin",
+                "http://10.0.0.5:8080\n/orders/7?x=1\n#000003000100 h\n-authorization\n+x-gateway-subject:alice\n!server\n>vary:Origin",
             ),
-            (200, "https://users.test\n/"),
+            (200, "https://users.test\n/\n#01ffff0000ff -"),
             (
                 401,
-                "invalid_token\ntoken expired\n~2\n>www-authenticate:Bearer realm=\"api\"\n>content-type:application/json\n{}",
+                "invalid_token\ntoken expired\n#31ffffffff00 m\n~2\n>www-authenticate:Bearer realm=\"api\"\n>content-type:application/json\n{}",
             ),
             (500, ""),
         ];
@@ -97,6 +116,15 @@ mod tests {
     }
 
     #[test]
+    fn decisions_that_differ_only_in_the_cache_letter_are_equal() {
+        let decode = |text: &str| DecisionBuf::decode(200, text.as_bytes()).expect("a forward");
+        let hit = decode("http://u\n/\n#00ffff000000 h\n-host");
+        assert_eq!(hit, decode("http://u\n/\n#00ffff000000 m\n-host"));
+        assert_ne!(hit, decode("http://u\n/\n#00ffff000100 h\n-host"), "another route");
+        assert_ne!(hit, decode("http://u\n/\n#00ffff000000 h\n-host\n-authorization"), "another plan");
+    }
+
+    #[test]
     fn host_answers_are_decisions() {
         for answer in HostAnswer::ALL {
             let buf = DecisionBuf::host_answer(answer);
@@ -106,6 +134,7 @@ mod tests {
                 (answer.status(), answer.description(), answer.body())
             );
             assert_eq!(view.field("content-type"), Some(JSON));
+            assert_eq!(view.labels, crate::Labels::of(answer.outcome()));
         }
     }
 }

@@ -3,7 +3,7 @@
 //! that refuses it. The decoder here and the JavaScript shim's reader
 //! (`deploy/workerd/test/shim.test.mjs`) are both held to the same file.
 
-use gateway_contract::{Decision, DecodeError, Encoder, Operation};
+use gateway_contract::{Cache, Decision, DecodeError, Encoder, Labels, Operation};
 use serde_json::{Value, json};
 
 fn golden() -> Vec<Value> {
@@ -20,8 +20,19 @@ fn error_name(error: DecodeError) -> &'static str {
         DecodeError::Line(_) => "Line",
         DecodeError::ShortAnswer => "ShortAnswer",
         DecodeError::Reason => "Reason",
+        DecodeError::Labels => "Labels",
         _ => "unknown",
     }
+}
+
+/// A label line as the golden file writes it.
+fn labels_json(labels: &Labels) -> Value {
+    let cache = match labels.cache {
+        Cache::None => "none",
+        Cache::Hit => "hit",
+        Cache::Miss => "miss",
+    };
+    json!({ "outcome": labels.outcome, "rule": labels.rule, "route": labels.route, "issuer": labels.issuer, "cache": cache })
 }
 
 /// A decision as the golden file writes it.
@@ -37,13 +48,16 @@ fn as_json(decision: &Decision<'_>) -> Value {
                     Operation::AddResponseField(n, v) => json!(["add_response", n, v]),
                 })
                 .collect();
-            json!({ "forward": { "origin": forward.origin, "path": forward.path, "operations": operations } })
+            json!({ "forward": {
+                "origin": forward.origin, "path": forward.path, "operations": operations,
+                "labels": labels_json(&forward.labels),
+            } })
         }
         Decision::Answer(answer) => {
             let fields: Vec<Value> = answer.fields().map(|(n, v)| json!([n, v])).collect();
             let mut written = json!({
                 "status": answer.status, "error": answer.error, "reason": answer.reason,
-                "fields": fields, "body": answer.body,
+                "fields": fields, "body": answer.body, "labels": labels_json(&answer.labels),
             });
             if let Some(issuer) = answer.refresh_keys {
                 written["refresh_keys"] = json!(issuer);
@@ -74,6 +88,8 @@ fn what_the_encoder_writes_the_decoder_reads_back() {
     let mut buf = [0u8; 512];
     let mut out = Encoder::new(&mut buf);
     out.forward("http://10.0.0.5", &[b"/orders-svc", b"/items?x=1"]).expect("room");
+    let labels = Labels { outcome: 0, rule: Some(7), route: Some(1), issuer: Some(2), cache: Cache::Hit };
+    out.labels(&labels).expect("room");
     out.drop_request_field(b"X_Gateway_Subject").expect("room");
     out.set_request_field("x-forwarded-for", &[b"10.0.0.1", b", ", b"192.0.2.7"]).expect("room");
     out.drop_response_field("access-control-allow-origin").expect("room");
@@ -81,6 +97,7 @@ fn what_the_encoder_writes_the_decoder_reads_back() {
     let decision = Decision::decode(200, out.as_bytes()).expect("a valid forward");
     let Decision::Forward(forward) = decision else { panic!("a forward") };
     assert_eq!(forward.path, "/orders-svc/items?x=1");
+    assert_eq!(forward.labels, labels);
     assert_eq!(forward.request_drops().collect::<Vec<_>>(), ["x_gateway_subject"]);
     assert_eq!(forward.request_set("X-Forwarded-For"), Some("10.0.0.1, 192.0.2.7"));
     assert_eq!(forward.response_drops().collect::<Vec<_>>(), ["access-control-allow-origin"]);
@@ -88,16 +105,19 @@ fn what_the_encoder_writes_the_decoder_reads_back() {
 
     let mut out = Encoder::new(&mut buf);
     out.answer("insufficient_scope", "scope required").expect("room");
+    out.labels(&Labels::of(60)).expect("room");
     out.add_response_field("www-authenticate", &[b"Bearer realm=\"g\", scope=\"a b\""]).expect("room");
     out.body(&[b"{}"]).expect("room");
     let Ok(Decision::Answer(answer)) = Decision::decode(403, out.as_bytes()) else { panic!("an answer") };
     assert_eq!((answer.error, answer.reason, answer.body), ("insufficient_scope", "scope required", "{}"));
     assert_eq!(answer.field("WWW-Authenticate"), Some("Bearer realm=\"g\", scope=\"a b\""));
     assert_eq!(answer.refresh_keys, None);
+    assert_eq!(answer.labels, Labels::of(60));
 
     for issuer in [0u8, 7, 42, 255] {
         let mut out = Encoder::new(&mut buf);
         out.answer("invalid_token", "unknown kid").expect("room");
+        out.labels(&Labels { issuer: Some(issuer), ..Labels::of(39) }).expect("room");
         out.refresh_keys(issuer).expect("room");
         out.add_response_field("content-type", &[b"application/json"]).expect("room");
         out.body(&[b"{}"]).expect("room");
@@ -112,4 +132,13 @@ fn the_encoder_reports_a_full_buffer() {
     let mut buf = [0u8; 8];
     let mut out = Encoder::new(&mut buf);
     assert!(out.forward("http://h", &[b"/a-long-path"]).is_err());
+}
+
+/// The outcome names as the workerd shim reads them
+/// (`contract/golden/outcomes.json`) are the contract's, in order.
+#[test]
+fn the_golden_outcomes_are_the_contracts() {
+    let text = include_str!("../golden/outcomes.json");
+    let names: Vec<String> = serde_json::from_str(text).expect("a JSON array of names");
+    assert_eq!(names, gateway_contract::outcome::NAMES, "write it again from contract::outcome::NAMES");
 }

@@ -10,9 +10,15 @@
 import { KeyFetcher, readKeySources } from "./keys.mjs";
 
 /** The contract version this host understands (worker/ABI.md). */
-export const ABI_VERSION = 3;
+export const ABI_VERSION = 4;
 
 const JSON_TYPE = "application/json";
+/**
+ * The outcome id of the module's own failure (`module_failed` in
+ * contract/src/outcome.rs, whose order contract/golden/outcomes.json keeps;
+ * test/shim.test.mjs holds this to it).
+ */
+export const MODULE_FAILED = 71;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -381,12 +387,25 @@ function readField(text) {
 }
 
 /**
+ * The label line (worker/ABI.md, "Labels"): `#oorrrrttttii c`, outcome,
+ * rule, route and issuer in lower-case hex of fixed widths (all `f`: none),
+ * then the cache's letter; null when it breaks the format.
+ */
+function readLabels(line) {
+  const m = /^#([0-9a-f]{2})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{2}) ([-hm])$/.exec(line ?? "");
+  if (m === null) return null;
+  const index = (hex, none) => (hex === none ? null : parseInt(hex, 16));
+  const cache = { "-": "none", h: "hit", m: "miss" }[m[5]];
+  return { outcome: parseInt(m[1], 16), rule: index(m[2], "ffff"), route: index(m[3], "ffff"), issuer: index(m[4], "ff"), cache };
+}
+
+/**
  * The decision in the module's output (worker/ABI.md, "The decision"), with
  * the contract crate's rules (contract/src/decision.rs; both are held to
- * contract/golden/decisions.json): `{ forward: { origin, path, drop, set,
- * responseDrop, responseAdd } }` for status 200, `{ answer: { status,
- * error, reason, fields, body } }` otherwise, or null when the output breaks
- * the format (the host then answers 500 and executes nothing).
+ * contract/golden/decisions.json): `{ forward: { origin, path, labels, drop,
+ * set, responseDrop, responseAdd } }` for status 200, `{ answer: { status,
+ * error, reason, labels, fields, body } }` otherwise, or null when the
+ * output breaks the format (the host then answers 500 and executes nothing).
  */
 export function readDecision(status, lines) {
   return readOutput(status, lines.join("\n"));
@@ -398,18 +417,21 @@ function readOutput(status, text) {
   const lines = text.split("\n");
   if (status === 200) return readForward(lines);
   if (status === 500 && text === "") {
-    return { answer: { status, error: "", reason: "gateway module failed", fields: [["content-type", JSON_TYPE]], body: JSON.stringify({ error_description: "gateway module failed" }) } };
+    const labels = { outcome: MODULE_FAILED, rule: null, route: null, issuer: null, cache: "none" };
+    return { answer: { status, error: "", reason: "gateway module failed", fields: [["content-type", JSON_TYPE]], body: JSON.stringify({ error_description: "gateway module failed" }), labels } };
   }
   if (status < 201 || status > 599 || lines.length < 3) return null;
   const [error, reason] = lines;
   if (!/^[a-z_]*$/.test(error) || !DESCRIPTION.test(reason)) return null;
+  const labels = lines.length > 3 ? readLabels(lines[2]) : null;
+  if (labels === null) return null;
   // An optional `~<issuer>` line (fetch that issuer's keys now), then the fields.
-  let first = 2;
+  let first = 3;
   let refreshKeys;
-  if (lines.length > 3 && lines[2].startsWith("~")) {
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(lines[2].slice(1)) || Number(lines[2].slice(1)) > 255) return null;
-    refreshKeys = Number(lines[2].slice(1));
-    first = 3;
+  if (lines.length > 4 && lines[3].startsWith("~")) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(lines[3].slice(1)) || Number(lines[3].slice(1)) > 255) return null;
+    refreshKeys = Number(lines[3].slice(1));
+    first = 4;
   }
   const fields = [];
   for (const line of lines.slice(first, -1)) {
@@ -417,17 +439,19 @@ function readOutput(status, text) {
     if (field === null) return null;
     fields.push(field);
   }
-  const answer = { status, error, reason, fields, body: lines[lines.length - 1] };
+  const answer = { status, error, reason, fields, body: lines[lines.length - 1], labels };
   if (refreshKeys !== undefined) answer.refresh_keys = refreshKeys;
   return { answer };
 }
 
 function readForward(lines) {
-  const [origin, path, ...ops] = lines;
+  const [origin, path, labelLine, ...ops] = lines;
   const authority = /^https?:\/\/(.*)$/.exec(origin ?? "")?.[1];
   if (authority === undefined || !AUTHORITY.test(authority)) return null;
   if (path === undefined || !TARGET.test(path)) return null;
-  const plan = { origin, path, drop: [], set: [], responseDrop: [], responseAdd: [] };
+  const labels = readLabels(labelLine);
+  if (labels === null) return null;
+  const plan = { origin, path, labels, drop: [], set: [], responseDrop: [], responseAdd: [] };
   for (const op of ops) {
     const marker = op.slice(0, 1);
     const rest = op.slice(1);

@@ -1,9 +1,17 @@
 //! The policies, against any request: with the policy fixture
 //! (`testkit/fixture-policies.toml`), no request reaches an upstream unless
-//! the first rule for its method and normalized path lets it: a deny rule
-//! forwards nothing, a public rule forwards no identity, and anything else
-//! needs a token this target signed itself that carries what the rule
-//! requires. A preflight is answered 204 only for a listed origin.
+//! the rule for its method and path, as every common server behind the
+//! gateway reads them, lets it: a deny rule forwards nothing, a public rule
+//! forwards no identity, and anything else needs a token this target signed
+//! itself that carries what the rule requires. A preflight is answered 204
+//! only for a listed origin.
+//!
+//! The readings are this target's own model of each server (nginx, Express,
+//! ASP.NET Core, Tomcat, Spring MVC, Werkzeug, Go): what each does to the
+//! forwarded path (decode once, strip `;` parameters, merge slashes) and how
+//! it compares a route with it (any case, a trailing slash, a `.ext`
+//! suffix), and the methods each may run (`HEAD` as `GET`, an override
+//! header, `_method` in the query). It shares no code with the module's.
 //!
 //! Input: a method (byte 0), what token to send and where (byte 1), which
 //! claims it carries (bytes 2 and 3), then the target up to the first `\n`,
@@ -46,7 +54,11 @@ fn claims(issuer: usize, bits: u16) -> Value {
     } else {
         claims["scope"] = json!(scopes.join(" "));
     }
-    claims["roles"] = json!(pick(&ROLES, 7));
+    let roles = pick(&ROLES, 7);
+    claims["roles"] = match (bits >> 14 & 1 == 1, roles.as_slice()) {
+        (true, [one]) => json!(one),
+        _ => json!(roles),
+    };
     if bits >> 10 & 1 == 1 {
         claims["tenant"] = json!(if bits >> 11 & 1 == 1 { "acme" } else { "other" });
     }
@@ -63,32 +75,155 @@ fn token(issuer: usize, claims: &Value) -> String {
     testkit::tokens::mint(header.to_string(), claims.to_string(), key.secret())
 }
 
-/// `path` is `prefix` or below it, on a segment boundary.
-fn under(path: &str, prefix: &str) -> bool {
-    let prefix = prefix.strip_suffix('/').unwrap_or(prefix);
-    path == prefix || path.starts_with(&format!("{prefix}/"))
+/// How one kind of server reads the forwarded path and compares a route with it.
+#[derive(Debug)]
+struct Reading {
+    server: &'static str,
+    /// Percent-decodes the path once before routing.
+    decode: bool,
+    /// Strips `;` parameters from each segment: before decoding (Tomcat) or after (Spring).
+    strip: Strip,
+    /// Merges runs of `/`.
+    merge: bool,
+    /// Compares routes in any letter case.
+    any_case: bool,
+    /// Ignores one trailing slash.
+    trailing_slash: bool,
+    /// Ignores a `.ext` after a route whose last segment has no dot.
+    suffix: bool,
 }
 
-/// The first rule for `method` and `path`, as the config states them.
-fn rule_for<'c>(method: &str, path: &str) -> Option<&'c AccessConfig> {
-    let rules: &'c [gateway_config::policy::RuleConfig] = &loaded().policy.rules;
-    rules.iter().find(|r| {
-        let path_ok = match &r.path {
-            PathMatchConfig::Exact(p) => p == path,
-            PathMatchConfig::Prefix(p) => under(path, p),
+#[derive(Debug, PartialEq)]
+enum Strip {
+    No,
+    BeforeDecoding,
+    AfterDecoding,
+}
+
+const READINGS: [Reading; 8] = [
+    Reading { server: "as forwarded", decode: false, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false },
+    Reading { server: "nginx", decode: true, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false },
+    Reading { server: "Express", decode: false, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false },
+    Reading { server: "ASP.NET Core", decode: true, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false },
+    Reading { server: "Tomcat", decode: true, strip: Strip::BeforeDecoding, merge: true, any_case: false, trailing_slash: false, suffix: false },
+    Reading { server: "Spring MVC 5", decode: true, strip: Strip::AfterDecoding, merge: true, any_case: false, trailing_slash: true, suffix: true },
+    Reading { server: "Werkzeug", decode: true, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false },
+    Reading { server: "Go net/http", decode: false, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false },
+];
+
+impl Reading {
+    /// The path this server routes.
+    fn path(&self, path: &str) -> String {
+        let mut path = path.to_owned();
+        if self.strip == Strip::BeforeDecoding {
+            path = strip_parameters(&path);
+        }
+        if self.decode {
+            path = percent_decoded(&path);
+        }
+        if self.strip == Strip::AfterDecoding {
+            path = strip_parameters(&path);
+        }
+        if self.merge {
+            while path.contains("//") {
+                path = path.replace("//", "/");
+            }
+        }
+        path
+    }
+
+    /// Whether this server routes `path` (already read) to a handler at `route`.
+    fn routes(&self, route: &PathMatchConfig, path: &str) -> bool {
+        let fold = |text: &str| if self.any_case { text.to_ascii_lowercase() } else { text.to_owned() };
+        let (rule, prefix) = match route {
+            PathMatchConfig::Exact(p) => (fold(p), false),
+            PathMatchConfig::Prefix(p) => (fold(p.strip_suffix('/').unwrap_or(p)), true),
         };
-        path_ok && (r.methods.is_empty() || r.methods.iter().any(|m| m == method))
-    })
-    .map(|r| &r.access)
+        let path = fold(path);
+        let mut candidates = vec![path.clone()];
+        if self.trailing_slash && path.len() > 1 && path.ends_with('/') {
+            candidates.push(path[..path.len() - 1].to_owned());
+        }
+        let rule_ok = |candidate: &str| {
+            let rule = if self.trailing_slash && !prefix && rule.len() > 1 { rule.trim_end_matches('/') } else { &rule };
+            candidate == rule || (prefix && candidate.starts_with(&format!("{rule}/")))
+                || (self.suffix && !rule.rsplit('/').next().unwrap_or("").contains('.')
+                    && candidate.strip_prefix(rule).is_some_and(|rest| rest.starts_with('.') && !rest.contains('/')))
+        };
+        candidates.iter().any(|c| rule_ok(c))
+    }
 }
 
-/// Whether `claims` carry what `requirements` ask.
-fn meets(requirements: &RequirementsConfig, claims: &Value) -> bool {
+/// Each segment of `path` without its `;` parameters.
+fn strip_parameters(path: &str) -> String {
+    path.split('/').map(|s| s.split(';').next().unwrap_or("")).collect::<Vec<_>>().join("/")
+}
+
+/// `path` with every `%XX` decoded once (bytes that are not UTF-8 kept as escapes).
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The first rule a server that reads requests as `reading` runs `method` `path` under.
+fn rule_for<'c>(reading: &Reading, method: &str, path: &str) -> Option<&'c AccessConfig> {
+    let rules: &'c [gateway_config::policy::RuleConfig] = &loaded().policy.rules;
+    let path = reading.path(path);
+    rules
+        .iter()
+        .find(|r| reading.routes(&r.path, &path) && (r.methods.is_empty() || r.methods.iter().any(|m| m == method)))
+        .map(|r| &r.access)
+}
+
+/// The methods a server may run a request of `method` as: its own, `GET`
+/// for `HEAD`, and what an override header or `_method` in the query names.
+fn methods_read(method: &str, fields: &[u8], query: &str) -> Vec<String> {
+    let mut methods = vec![method.to_owned()];
+    if method == "HEAD" {
+        methods.push("GET".into());
+    }
+    for line in String::from_utf8_lossy(fields).lines() {
+        let Some((name, value)) = line.split_once(':') else { continue };
+        let name = name.trim().to_ascii_lowercase().replace('_', "-");
+        if ["x-http-method-override", "x-http-method", "x-method-override"].contains(&name.as_str()) {
+            methods.extend(value.split(',').map(|m| m.trim().to_ascii_uppercase()));
+        }
+    }
+    for pair in query.split(['&', ';']) {
+        if let Some(value) = pair.strip_prefix("_method=").or_else(|| pair.strip_prefix("%5Fmethod=")).or_else(|| pair.strip_prefix("%5fmethod=")) {
+            methods.push(percent_decoded(value).to_ascii_uppercase());
+        }
+    }
+    methods
+}
+
+/// Whether a token of issuer `issuer` with `claims` carries what `requirements` ask.
+fn meets(requirements: &RequirementsConfig, issuer: usize, claims: &Value) -> bool {
     let mut scopes: Vec<String> = claims["scope"].as_str().unwrap_or("").split(' ').map(str::to_owned).collect();
     scopes.extend(claims["scp"].as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)));
     let has = |s: &String| scopes.contains(s);
-    let roles: Vec<&str> = claims["roles"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    requirements.scopes_all.iter().all(has)
+    // A string roles claim is one role, compared whole.
+    let roles: Vec<&str> = match &claims["roles"] {
+        Value::String(one) => vec![one.as_str()],
+        other => other.as_array().into_iter().flatten().filter_map(Value::as_str).collect(),
+    };
+    (requirements.issuers.is_empty() || requirements.issuers.contains(&(issuer as u8)))
+        && requirements.scopes_all.iter().all(has)
         && (requirements.scopes_any.is_empty() || requirements.scopes_any.iter().any(has))
         && requirements.roles.as_ref().is_none_or(|r| {
             r.all.iter().all(|x| roles.contains(&x.as_str()))
@@ -160,40 +295,45 @@ fuzz_target!(|data: &[u8]| {
         Decision::Answer(_) => return, // refusing is always safe
         Decision::Forward(forward) => forward,
     };
-    // The path the rules saw: the forward's, less its route's base path and query.
+    // The path the upstream receives: the forward's, less its route's base path.
     let route = loaded().routes.iter().find(|r| forward.origin == r.origin() && forward.path.starts_with(&format!("{}/", r.base_path())))
         .unwrap_or_else(|| panic!("invariant: forwarded under a route: {}{}", forward.origin, forward.path));
-    let path = forward.path[route.base_path().len()..].split('?').next().unwrap_or("/");
+    let (path, query) = forward.path[route.base_path().len()..].split_once('?').unwrap_or((&forward.path[route.base_path().len()..], ""));
     let subject = forward.request_set(contract::fields::SUBJECT);
-    // A server that strips `;` parameters (Tomcat, Jetty, Spring) reads
-    // another path, also one that decodes `%3B` (or `%253B`, decoding
-    // twice) to `;` first: the same rule must apply to it.
-    let stripped: String =
-        semicolons_decoded(path).split('/').map(|s| s.split(';').next().unwrap_or("")).collect::<Vec<_>>().join("/");
-    assert!(
-        rule_for(method, path).map(std::ptr::from_ref) == rule_for(method, &stripped).map(std::ptr::from_ref),
-        "invariant: {path} and {stripped} meet different rules"
-    );
-    match rule_for(method, path) {
-        Some(AccessConfig::Deny { .. }) => panic!("invariant: a deny rule forwarded {method} {path}"),
+    assert!(!path.contains("//"), "invariant: empty segments merge: {path}");
+    // Every server's reading, every method it may run: its rule lets the request through.
+    for reading in &READINGS {
+        for read_method in methods_read(method, fields, query) {
+            let what = format!("{read_method} {path} read by {}", reading.server);
+            match rule_for(reading, &read_method, path) {
+                Some(AccessConfig::Deny { .. }) => panic!("invariant: {what} meets a deny rule"),
+                Some(AccessConfig::Public { .. }) => {}
+                other => {
+                    let requirements = match other {
+                        Some(AccessConfig::Token(r)) => r.clone(),
+                        _ => RequirementsConfig::default(),
+                    };
+                    assert!(sent.is_some() && !tampered, "invariant: {what} forwarded without a valid token");
+                    assert!(meets(&requirements, issuer, &claims), "invariant: {what} forwarded without {requirements:?}");
+                }
+            }
+        }
+    }
+    // The gateway's own reading decides the route and what travels.
+    match rule_for(&READINGS[0], method, path) {
+        Some(AccessConfig::Deny { .. }) => unreachable!("checked above"),
         Some(AccessConfig::Public { route: index }) => {
             assert_eq!(route.aud, loaded().routes[usize::from(*index)].aud, "invariant: the public rule's route");
             assert!(subject.is_none(), "invariant: a public rule forwards no identity");
             assert!(forward.request_sets().all(|(n, _)| !n.starts_with("x-gateway-") || n == "x-gateway-subject"));
         }
-        other => {
-            // A preflight the config does not answer may fall through to
-            // the rules only when its fallback is configured (it is not).
-            let requirements = match other {
-                Some(AccessConfig::Token(r)) => r.clone(),
-                _ => RequirementsConfig::default(),
-            };
-            assert!(sent.is_some() && !tampered, "invariant: {method} {path} forwarded without a valid token");
+        _ => {
             let allowed = &loaded().issuers[issuer].audiences;
             assert!(allowed.is_empty() || allowed.contains(&route.aud), "invariant: the issuer may not use {}", route.aud);
             assert_eq!(claims["aud"], json!(route.aud), "invariant: routed by the token's audience");
-            assert!(meets(&requirements, &claims), "invariant: {method} {path} forwarded without {requirements:?}");
             assert_eq!(subject, Some("alice"));
+            let iss = loaded().issuers[issuer].iss.as_deref();
+            assert_eq!(forward.request_set(contract::fields::ISSUER), iss, "invariant: the issuer travels with the subject");
         }
     }
     // The token itself never travels: not in a field the plan sets.
@@ -201,26 +341,3 @@ fuzz_target!(|data: &[u8]| {
         assert!(forward.request_sets().all(|(_, v)| !v.contains(t.as_str())), "invariant: the token travels");
     }
 });
-
-/// `path` (ASCII) with every `%3B`, `%253B`, `%25253B`, ... (any case) as `;`.
-fn semicolons_decoded(path: &str) -> String {
-    let lower = path.to_ascii_lowercase();
-    let mut out = String::with_capacity(path.len());
-    let mut i = 0;
-    while let Some(c) = path[i..].chars().next() {
-        if c == '%' {
-            let mut j = i + 1;
-            while lower[j..].starts_with("25") {
-                j += 2;
-            }
-            if lower[j..].starts_with("3b") {
-                out.push(';');
-                i = j + 2;
-                continue;
-            }
-        }
-        out.push(c);
-        i += c.len_utf8();
-    }
-    out
-}

@@ -218,7 +218,9 @@ mod tests {
         headers.append("x_gateway_subject", HeaderValue::from_static("mallory"));
         headers.append("x_gateway_subject", HeaderValue::from_static("again"));
         headers.insert("x-kept", HeaderValue::from_static("1"));
-        let decision = forward("http://u\n/\n-authorization\n-x_gateway_subject\n+x-gateway-subject:alice");
+        let decision = forward(
+            "http://u\n/\n#00ffff000000 m\n-authorization\n-x_gateway_subject\n+x-gateway-subject:alice",
+        );
         let contract::Decision::Forward(plan) = decision.view() else { panic!("forward") };
         apply(&plan, &mut headers).expect("valid plan");
         assert_eq!(headers.len(), 2);
@@ -232,7 +234,7 @@ mod tests {
         headers.insert("access-control-allow-origin", HeaderValue::from_static("*"));
         headers.insert("vary", HeaderValue::from_static("accept-encoding"));
         let decision = forward(
-            "http://u\n/\n!access-control-allow-origin\n>access-control-allow-origin:https://app\n>vary:Origin",
+            "http://u\n/\n#00ffff000000 -\n!access-control-allow-origin\n>access-control-allow-origin:https://app\n>vary:Origin",
         );
         let contract::Decision::Forward(plan) = decision.view() else { panic!("forward") };
         apply_to_response(&plan, &mut headers).expect("valid plan");
@@ -243,8 +245,7 @@ mod tests {
 
     #[test]
     fn answers_carry_their_fields_and_body() {
-        let text =
-            "invalid_token\nx\n>www-authenticate:Bearer realm=\"g\"\n>content-type:application/json\n{}";
+        let text = "invalid_token\nx\n#31ffffffffff -\n>www-authenticate:Bearer realm=\"g\"\n>content-type:application/json\n{}";
         let response = answer_response(&DecisionBuf::decode(401, text.as_bytes()).expect("answer"));
         assert_eq!(response.status(), 401);
         assert_eq!(response.headers()["www-authenticate"], "Bearer realm=\"g\"");

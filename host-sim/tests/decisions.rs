@@ -194,7 +194,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 30] = [
+const UNREACHABLE: [Rejection; 36] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -214,19 +214,25 @@ const UNREACHABLE: [Rejection; 30] = [
     Rejection::PathAboveRoot,
     Rejection::DotSegmentParameters,
     Rejection::DoubleEncodedPath,
+    Rejection::MethodNotUpperCase,
     Rejection::TargetTooLong,
     // The policies' rejections need the policy fixture: the policy corpus
     // (testkit/conformance/policies.jsonl) covers each, on every host.
     Rejection::MalformedTokenField,
     Rejection::ConflictingTokens,
+    Rejection::AmbiguousTokenCookie,
+    Rejection::IssuerNotAllowed,
     Rejection::ClaimNotHeaderSafe,
+    Rejection::ClaimTypeMismatch,
     Rejection::InsufficientScope,
     Rejection::MissingRole,
     Rejection::ClaimMismatch,
     Rejection::Denied,
     Rejection::NotFound,
     Rejection::PreflightRefused,
-    Rejection::PathParametersChangeRule,
+    Rejection::PreflightWithBody,
+    Rejection::PathReadsAnotherRule,
+    Rejection::MethodReadsAnotherRule,
 ];
 
 fn check(case: &Case, decision: &DecisionBuf) {

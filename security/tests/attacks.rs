@@ -693,7 +693,10 @@ fn corpus() -> Vec<Case> {
     );
     add("exp null", timed("null", ""), Reject(MissingExpiry));
     add("exp 31 s ago (beyond leeway)", timed(&(now - 31).to_string(), ""), Reject(Expired));
-    add("exp 30 s ago (within leeway)", timed(&(now - 30).to_string(), ""), Forward("orders", ""));
+    // RFC 7519 section 4.1.4: valid only before exp (+ leeway), so a token
+    // is expired from that second on.
+    add("exp 30 s ago (the leeway's end)", timed(&(now - 30).to_string(), ""), Reject(Expired));
+    add("exp 29 s ago (within leeway)", timed(&(now - 29).to_string(), ""), Forward("orders", ""));
     add("exp 0", timed("0", ""), Reject(Expired));
     add("exp u64 max", timed("18446744073709551615", ""), Forward("orders", ""));
     add("exp beyond u64", timed("18446744073709551616", ""), Reject(MalformedClaims));
@@ -710,7 +713,12 @@ fn corpus() -> Vec<Case> {
         timed(&format!("{}.5", now - 31), ""),
         Reject(Expired),
     );
-    add("exp a fraction within the leeway", timed(&format!("{}.5", now - 30), ""), Forward("orders", ""));
+    add(
+        "exp half a second before the leeway's end: rounded down, so expired",
+        timed(&format!("{}.5", now - 30), ""),
+        Reject(Expired),
+    );
+    add("exp a fraction within the leeway", timed(&format!("{}.5", now - 29), ""), Forward("orders", ""));
     add("exp -0", timed("-0", ""), Reject(Expired));
     add("exp -0.0e10", timed("-0.0e10", ""), Reject(Expired));
     add("exp negative", timed("-1", ""), Reject(MalformedClaims));
@@ -1019,8 +1027,14 @@ fn corpus() -> Vec<Case> {
         expect: Forward("billing", ""),
     });
     cases.push(Case {
-        name: "clock a fraction of a second before expiry".into(),
+        name: "clock a fraction of a second past exp + leeway".into(),
         head: timed(&(now - 30).to_string(), ""),
+        now: now as f64 + 0.999,
+        expect: Reject(Expired),
+    });
+    cases.push(Case {
+        name: "clock a fraction of a second before exp + leeway".into(),
+        head: timed(&(now - 29).to_string(), ""),
         now: now as f64 + 0.999,
         expect: Forward("orders", ""),
     });
@@ -1054,12 +1068,16 @@ fn corpus() -> Vec<Case> {
         ("double-encoded slash", with_target("/..%252fbilling-svc/x"), DoubleEncodedPath),
         ("double-encoded backslash", with_target("/..%255Cbilling-svc/x"), DoubleEncodedPath),
         ("triple-encoded dot-dot", with_target("/%25252e%25252e/billing-svc/x"), DoubleEncodedPath),
+        ("double-encoded letter", with_target("/%2561dmin"), DoubleEncodedPath),
+        ("double-encoded NUL", with_target("/x%2500"), DoubleEncodedPath),
         ("encoded NUL in the path", with_target("/a%00.json"), ControlInTarget),
         ("raw non-ASCII in the path", with_target("/caf\u{e9}"), ControlInTarget),
         ("broken escape", with_target("/a%zz"), MalformedTarget),
         ("user info in absolute-form", with_target("http://u:p@gw/x"), MalformedTarget),
         ("authority-form without CONNECT", with_line("GET gw.example:443"), MalformedTarget),
         ("CONNECT", with_line("CONNECT gw.example:443"), ConnectNotAllowed),
+        ("method in lower case", with_line("get /v1/orders?id=7"), MethodNotUpperCase),
+        ("method in mixed case", with_line("Delete /v1/orders?id=7"), MethodNotUpperCase),
         ("OPTIONS *", with_line("OPTIONS *"), AsteriskForm),
         ("target over 8 KiB", with_target(&format!("/{}", "a".repeat(8192))), TargetTooLong),
         (
@@ -1207,14 +1225,19 @@ fn the_corpus_covers_every_rejection_the_request_path_can_give() {
                 r,
                 MalformedTokenField
                     | ConflictingTokens
+                    | AmbiguousTokenCookie
+                    | IssuerNotAllowed
                     | ClaimNotHeaderSafe
+                    | ClaimTypeMismatch
                     | InsufficientScope
                     | MissingRole
                     | ClaimMismatch
                     | Denied
                     | NotFound
                     | PreflightRefused
-                    | PathParametersChangeRule
+                    | PreflightWithBody
+                    | PathReadsAnotherRule
+                    | MethodReadsAnotherRule
             )
         })
         // Keys fetched at run time need a module that fetches them: the
@@ -1235,10 +1258,19 @@ fn an_instance_answers_the_whole_corpus_in_a_row_then_a_good_request() {
             gateway.decide(&case.head, case.now);
         }
         let decision = gateway.decide(&bearer_request(&good_token()), NOW as f64);
+        // The label line's cache letter says whether this instance had seen
+        // the token (`h`), verified it now (`m`) or keeps no cache (`-`):
+        // the rest is the same.
+        let shown = decision.shown();
+        let letter = [" m\n-host", " h\n-host", " -\n-host"].iter().find_map(|at| shown.find(at));
+        let cache_blind = match letter {
+            Some(at) => format!("{} ?{}", &shown[..at], &shown[at + 2..]),
+            None => shown,
+        };
         assert_eq!(
-            decision.shown(),
-            "http://127.0.0.1:9201\n/orders-svc/v1/orders?id=7\n-host\n-authorization\n+x-gateway-subject:alice\n\
-             +x-forwarded-for:127.0.0.1\n+x-forwarded-proto:http\n+x-forwarded-host:gateway.example",
+            cache_blind,
+            "http://127.0.0.1:9201\n/orders-svc/v1/orders?id=7\n#00ffff000100 ?\n-host\n-authorization\n+x-gateway-subject:alice\n\
+             +x-gateway-issuer:https://issuer.test\n+x-forwarded-for:127.0.0.1\n+x-forwarded-proto:http\n+x-forwarded-host:gateway.example",
             "[{}]",
             gateway.name()
         );
@@ -1340,26 +1372,18 @@ fn write_fuzz_seeds() {
     }
     // forward: target, '\n', then fields one per line; from the forwarding
     // conformance corpus's requests (their targets and fields, token aside).
-    let corpus = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../testkit/conformance/forwarding.jsonl"
-    ))
-    .unwrap();
-    for (i, line) in corpus.lines().enumerate() {
-        let case: serde_json::Value = serde_json::from_str(line).unwrap();
-        let request: Vec<u8> = case["request"].as_str().unwrap().chars().map(|c| c as u8).collect();
-        let text = String::from_utf8_lossy(&request).into_owned();
-        let head = text.split("\r\n\r\n").next().unwrap_or("");
-        let mut lines = head.split("\r\n");
-        let target = lines.next().and_then(|l| l.split(' ').nth(1)).unwrap_or("/");
-        let fields: Vec<&str> = lines
-            .filter(|l| !l.to_ascii_lowercase().starts_with("authorization:") && !l.starts_with("Host:"))
-            .collect();
-        write(
-            "forward",
-            format!("conformance-{i:04}"),
-            format!("{target}\n{}", fields.join("\n")).as_bytes(),
-        );
+    for (i, (_, target, fields)) in conformance_requests("forwarding.jsonl").iter().enumerate() {
+        write("forward", format!("conformance-{i:04}"), format!("{target}\n{fields}").as_bytes());
+    }
+    // policy: a method, a token kind (a bearer token), claim bits, then the
+    // target and fields as above; from the policy corpus's requests, whose
+    // readings (case, slashes, parameters, overrides) the target explores.
+    const METHODS: [&str; 8] = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PROPFIND"];
+    for (i, (method, target, fields)) in conformance_requests("policies.jsonl").iter().enumerate() {
+        let Some(m) = METHODS.iter().position(|known| known == method) else { continue };
+        let mut seed = vec![m as u8, 1, (i * 37) as u8, (i * 11) as u8];
+        seed.extend_from_slice(format!("{target}\n{fields}").as_bytes());
+        write("policy", format!("conformance-{i:04}"), &seed);
     }
     // config: the example config and variants of it.
     let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../gateway.toml")).unwrap();
@@ -1382,6 +1406,30 @@ fn write_fuzz_seeds() {
     for (i, text) in variants.iter().enumerate() {
         write("config", format!("config-{i:02}"), text.as_bytes());
     }
+}
+
+/// The method, target and fields (one per line, without `Authorization`
+/// and `Host`) of each request of a conformance corpus file.
+fn conformance_requests(file: &str) -> Vec<(String, String, String)> {
+    let path = testkit::fixture::root().join("testkit/conformance").join(file);
+    let corpus = std::fs::read_to_string(path).unwrap();
+    corpus
+        .lines()
+        .map(|line| {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            let request: Vec<u8> = case["request"].as_str().unwrap().chars().map(|c| c as u8).collect();
+            let text = String::from_utf8_lossy(&request).into_owned();
+            let head = text.split("\r\n\r\n").next().unwrap_or("");
+            let mut lines = head.split("\r\n");
+            let mut request_line = lines.next().unwrap_or("").split(' ');
+            let method = request_line.next().unwrap_or("GET").to_owned();
+            let target = request_line.next().unwrap_or("/").to_owned();
+            let fields: Vec<&str> = lines
+                .filter(|l| !l.to_ascii_lowercase().starts_with("authorization:") && !l.starts_with("Host:"))
+                .collect();
+            (method, target, fields.join("\n"))
+        })
+        .collect()
 }
 
 #[test]

@@ -27,11 +27,18 @@ export function req(method, target, fields = [], { host = "gw.test", version = "
   return `${method} ${target} ${version}\r\n${hostLine}${fields.map((f) => `${f}\r\n`).join("")}\r\n${body}`;
 }
 
-/** The fields the gateway itself sets on every forward from the loopback peer. */
-function forwarded({ host = "gw.test", subject = "alice" } = {}) {
+/** The fixtures' first issuer: the one that verifies every token unless a case says otherwise. */
+export const ISSUER = "https://issuer.test";
+
+/**
+ * The fields the gateway itself sets on every forward from the loopback
+ * peer: with a verified token, its subject and its issuer.
+ */
+function forwarded({ host = "gw.test", subject = "alice", issuer = ISSUER } = {}) {
   const set = [["x-forwarded-for", PEER], ["x-forwarded-proto", "http"]];
   if (host) set.push(["x-forwarded-host", host]);
   if (subject) set.push(["x-gateway-subject", subject]);
+  if (issuer) set.push(["x-gateway-issuer", issuer]);
   return set;
 }
 

@@ -376,6 +376,10 @@ function leewayCases() {
     ["partner: expired 10 s ago, no leeway", partner, (now) => ({ exp: now - 10 }), { refused: { status: 401, reason: "token expired" } }],
     ["first issuer: valid 10 s from now, within its leeway", first, (now) => ({ exp: now + 600, nbf: now + 10 }), forwarded],
     ["partner: valid 10 s from now, no leeway", partner, (now) => ({ exp: now + 600, nbf: now + 10 }), { refused: { status: 401, reason: "token not yet valid" } }],
+    // RFC 7519 section 4.1.4: valid only before exp, so a token is expired
+    // from its exp second on (the host reads the clock after this one).
+    ["partner: exp is this second", partner, (now) => ({ exp: now }), { refused: { status: 401, reason: "token expired" } }],
+    ["first issuer: exp + leeway is this second", first, (now) => ({ exp: now - 30 }), { refused: { status: 401, reason: "token expired" } }],
   ];
   return cases.map(([name, issuer, times, expected]) => ({
     name: `leeway: ${name}`,

@@ -11,12 +11,13 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use gateway_config::policy::{
-    AccessConfig, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig,
+    AccessConfig, ClaimType as ClaimTypeConfig, LiteralConfig, PathMatchConfig, RequirementsConfig,
+    TokenSourceConfig,
 };
 use gateway_config::{GatewayConfig, PublicKeyConfig};
 use worker::config::{
-    Access, ClaimHeader, ClaimValue, Config, Cors, HmacKey, Hs256Key, Issuer, KeyFetch, Literal, PathMatch,
-    Policy, Requirements, Roles, Route, Rule, SourceKind, TokenSource, VerifyingKey,
+    Access, ClaimHeader, ClaimType, ClaimValue, Config, Cors, HmacKey, Hs256Key, Issuer, KeyFetch, Literal,
+    PathMatch, Policy, Readings, Requirements, Roles, Route, Rule, SourceKind, TokenSource, VerifyingKey,
 };
 
 /// The fixture's configuration file.
@@ -199,8 +200,19 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
     let claim_headers: Vec<ClaimHeader<'static>> = policy
         .claim_headers
         .iter()
-        .map(|h| ClaimHeader { claim: h.claim, header: leak(&h.header), percent_encode: h.percent_encode })
+        .map(|h| ClaimHeader {
+            claim: h.claim,
+            header: leak(&h.header),
+            percent_encode: h.percent_encode,
+            value_type: h.value_type.map(|t| match t {
+                ClaimTypeConfig::String => ClaimType::String,
+                ClaimTypeConfig::Number => ClaimType::Number,
+                ClaimTypeConfig::Boolean => ClaimType::Boolean,
+                ClaimTypeConfig::List => ClaimType::List,
+            }),
+        })
         .collect();
+    let r = &policy.readings;
     Policy {
         rules: Box::leak(rules.into_boxed_slice()),
         cors,
@@ -209,6 +221,21 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
         scope_claims: leak_slice(&policy.scope_claims),
         claim_headers: Box::leak(claim_headers.into_boxed_slice()),
         payload_header: policy.payload_header.as_deref().map(leak),
+        rule_names: Box::leak(
+            policy
+                .rules
+                .iter()
+                .map(|rule| leak(&rule.name))
+                .collect::<Vec<&'static str>>()
+                .into_boxed_slice(),
+        ),
+        readings: Readings {
+            any_case: r.any_case,
+            trailing_slash: r.trailing_slash,
+            suffix: r.suffix,
+            path_parameters: r.path_parameters,
+            method_override: r.method_override,
+        },
     }
 }
 
@@ -235,5 +262,6 @@ fn requirements_of(requirements: &RequirementsConfig) -> Requirements<'static> {
             any: leak_strs(&roles.any),
         }),
         claim_values: Box::leak(claim_values.into_boxed_slice()),
+        issuers: leak_slice(&requirements.issuers),
     }
 }

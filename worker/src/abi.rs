@@ -96,6 +96,21 @@ impl Instance {
         self.output_len as u32
     }
 
+    /// Writes the label table into the output (`ABI.md`, "Labels"): each
+    /// rule's name, then each issuer's `iss`, so that hosts name what a
+    /// decision's label line numbers with the config's own names.
+    #[cfg(any(policy_rules, policy_issuers, runtime_keys))]
+    pub fn labels(&mut self, config: &Config<'_>) -> u32 {
+        use contract::outcome::LabelName;
+        let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
+        let rules = config.policy.rule_names.iter().map(|name| LabelName::Rule(name));
+        let issuers = config.issuers.iter().map(|issuer| LabelName::Issuer(issuer.iss.unwrap_or("-")));
+        let written =
+            rules.chain(issuers).enumerate().try_for_each(|(i, name)| out.label_name(i == 0, &name));
+        self.output_len = if written.is_ok() { out.written() } else { 0 };
+        self.output_len as u32
+    }
+
     /// The last answer's output: the first `output_len` bytes of the arena.
     pub fn output(&self) -> &[u8] {
         &self.scratch[..self.output_len]
@@ -306,6 +321,15 @@ mod exports {
         instance().routes(compiled_config())
     }
 
+    /// Writes the label table to the output and returns its length. A
+    /// module with no rules, one issuer and no fetched keys has none: its
+    /// hosts label the issuer `0`.
+    #[cfg(any(policy_rules, policy_issuers, runtime_keys))]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn labels() -> u32 {
+        instance().labels(compiled_config())
+    }
+
     /// Writes the key-source table to the output and returns its length.
     #[cfg(runtime_keys)]
     #[unsafe(no_mangle)]
@@ -386,7 +410,9 @@ mod tests {
         let mut instance = std::boxed::Box::new(Instance::new());
         let status = instance.handle(INPUT_CAPACITY as u32 + 1, 1.8e9, compiled_config());
         assert_eq!(status, 431);
-        assert!(instance.output().starts_with(b"invalid_request\nrequest head too large\n>"));
+        assert!(
+            instance.output().starts_with(b"invalid_request\nrequest head too large\n#05ffffffffff -\n>")
+        );
     }
 
     #[test]

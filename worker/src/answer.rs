@@ -11,8 +11,8 @@
 //! from the rejection table or the config, whose checks keep line breaks
 //! and quotes out of them.
 
-use contract::Encoder;
 pub use contract::Full;
+use contract::{Encoder, Labels};
 
 use crate::config::Config;
 use crate::http::cors;
@@ -35,6 +35,9 @@ pub struct AnswerContext<'x> {
     pub cors: Option<&'x str>,
     /// The issuer whose keys the host should fetch now (the `~` line).
     pub refresh_keys: Option<u8>,
+    /// What the request path knew when it answered: the rule, the route,
+    /// the issuer (the outcome is the rejection's).
+    pub labels: Labels,
 }
 
 /// Writes the answer to `rejection`; its status is `rejection.status()`.
@@ -47,6 +50,7 @@ pub fn write_rejection(
     let code = rejection.error_code().map_or("", ErrorCode::as_str);
     let reason = rejection.reason();
     out.answer(code, reason)?;
+    out.labels(&Labels { outcome: rejection.outcome(), ..context.labels })?;
     if let (true, Some(issuer)) = (cfg!(runtime_keys), context.refresh_keys) {
         out.refresh_keys(issuer)?;
     }
@@ -109,7 +113,7 @@ mod tests {
     fn invalid_token_challenge_and_body() {
         assert_eq!(
             written(Rejection::Expired, &CONFIG, &AnswerContext::default()),
-            "invalid_token\ntoken expired\n\
+            "invalid_token\ntoken expired\n#31ffffffffff -\n\
              >www-authenticate:Bearer realm=\"gateway\", error=\"invalid_token\", error_description=\"token expired\"\n\
              >content-type:application/json\n\
              {\"error\":\"invalid_token\",\"error_description\":\"token expired\"}"
@@ -121,7 +125,7 @@ mod tests {
         let config = Config { realm: "gw", ..CONFIG };
         assert_eq!(
             written(Rejection::MissingAuthorization, &config, &AnswerContext::default()),
-            "\nbearer token required\n>www-authenticate:Bearer realm=\"gw\"\n>content-type:application/json\n\
+            "\nbearer token required\n#1bffffffffff -\n>www-authenticate:Bearer realm=\"gw\"\n>content-type:application/json\n\
              {\"error_description\":\"bearer token required\"}"
         );
     }
@@ -130,7 +134,7 @@ mod tests {
     fn server_errors_and_denials_have_no_challenge() {
         assert_eq!(
             written(Rejection::InvalidClock, &CONFIG, &AnswerContext::default()),
-            "\nhost clock invalid\n>content-type:application/json\n{\"error_description\":\"host clock invalid\"}"
+            "\nhost clock invalid\n#42ffffffffff -\n>content-type:application/json\n{\"error_description\":\"host clock invalid\"}"
         );
         let denied = written(Rejection::Denied, &CONFIG, &AnswerContext::default());
         assert!(!denied.contains("www-authenticate"), "{denied}");
@@ -191,7 +195,29 @@ mod tests {
             let body: serde_json::Value = serde_json::from_str(answer.body).expect("JSON body");
             assert_eq!(body["error_description"], rejection.reason());
             assert_eq!(answer.field("content-type"), Some("application/json"));
+            assert_eq!(contract::outcome::name(answer.labels.outcome), Some(snake_case(rejection).as_str()));
         }
+    }
+
+    /// The variant's name in `snake_case`, as the contract's outcomes name it.
+    fn snake_case(rejection: Rejection) -> std::string::String {
+        let mut name = std::string::String::new();
+        for (i, c) in std::format!("{rejection:?}").chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                name.push('_');
+            }
+            name.push(c.to_ascii_lowercase());
+        }
+        name
+    }
+
+    #[test]
+    fn the_labels_say_what_the_request_path_knew() {
+        let labels = Labels { rule: Some(2), route: Some(1), issuer: Some(0), ..Labels::default() };
+        let context = AnswerContext { labels, ..AnswerContext::default() };
+        let text = written(Rejection::MissingRole, &CONFIG, &context);
+        let Ok(Decision::Answer(answer)) = Decision::decode(403, text.as_bytes()) else { panic!("{text}") };
+        assert_eq!(answer.labels, Labels { outcome: Rejection::MissingRole.outcome(), ..labels });
     }
 
     #[test]

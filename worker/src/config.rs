@@ -114,6 +114,41 @@ pub struct Policy<'c> {
     /// A header that carries the whole verified payload, base64url, as the
     /// token holds it (Envoy's `forward_payload_header`).
     pub payload_header: Option<&'c str>,
+    /// How the servers behind the gateway may read a request: every reading
+    /// must meet the rule the gateway's own reading meets.
+    pub readings: Readings,
+    /// Each rule's name (`name`, or `rules[i]`), by index: what hosts label
+    /// the rule with (the `labels` export).
+    pub rule_names: &'c [&'c str],
+}
+
+/// The ways the servers behind the gateway may read a path or a method
+/// differently from the gateway (`policy::readings`). All are on unless the
+/// config says no upstream reads a request that way (`[upstreams]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Readings {
+    /// Paths matched in any letter case (Express, ASP.NET Core).
+    pub any_case: bool,
+    /// A trailing slash ignored (Express, ASP.NET Core, Spring MVC before 6).
+    pub trailing_slash: bool,
+    /// A `.ext` suffix ignored (Spring MVC's suffix patterns).
+    pub suffix: bool,
+    /// `;` parameters stripped from each segment (Tomcat, Jetty, Spring).
+    pub path_parameters: bool,
+    /// A method-override header or `_method` honoured (Express
+    /// `method-override`, ASP.NET Core, Laravel, Symfony, Rails).
+    pub method_override: bool,
+}
+
+impl Readings {
+    /// Every reading: the safe default.
+    pub const ALL: Readings = Readings {
+        any_case: true,
+        trailing_slash: true,
+        suffix: true,
+        path_parameters: true,
+        method_override: true,
+    };
 }
 
 impl Policy<'_> {
@@ -126,6 +161,8 @@ impl Policy<'_> {
         scope_claims: &[],
         claim_headers: &[],
         payload_header: None,
+        readings: Readings::ALL,
+        rule_names: &[],
     };
 }
 
@@ -187,6 +224,9 @@ pub struct Requirements<'c> {
     pub roles: Option<Roles<'c>>,
     /// Exact claim values.
     pub claim_values: &'c [ClaimValue<'c>],
+    /// The issuers (indices in [`Config::issuers`]) whose tokens the rule
+    /// accepts; empty: every issuer.
+    pub issuers: &'c [u8],
 }
 
 impl Requirements<'_> {
@@ -197,6 +237,7 @@ impl Requirements<'_> {
         scope_attribute: "",
         roles: None,
         claim_values: &[],
+        issuers: &[],
     };
 }
 
@@ -240,9 +281,26 @@ pub struct ClaimHeader<'c> {
     /// The header (lower case), dropped from the client's request in every spelling.
     pub header: &'c str,
     /// A value that cannot travel intact (outside visible ASCII, a leading
-    /// or trailing space, a `,` inside an array element) is percent-encoded
-    /// (`%` included) instead of refused with 401.
+    /// or trailing space, a `,` that would read as a list separator) is
+    /// percent-encoded (`%` included) instead of refused with 401.
     pub percent_encode: bool,
+    /// The JSON type the claim must have (`type`); `None`: any of string,
+    /// number, boolean or list.
+    pub value_type: Option<ClaimType>,
+}
+
+/// The JSON type of a claim forwarded as a header, so that the upstream
+/// reads one value one way: `"true"` is not `true`, `"a,b"` is not a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimType {
+    /// A string.
+    String,
+    /// A number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+    /// An array of strings, numbers or booleans.
+    List,
 }
 
 /// Where a token may come from. A request carries at most one token: the

@@ -3,12 +3,13 @@
 //! this one only runs them in order and turns the outcome into the
 //! decision the host executes (`ABI.md`).
 
-use contract::Encoder;
+use contract::outcome::{FORWARDED, PUBLIC};
+use contract::{Cache, Encoder};
 
 use crate::answer::{self, AnswerContext, OUTPUT_CAPACITY};
 use crate::arena::Arena;
 use crate::cache::TokenCache;
-use crate::config::{Access, Config};
+use crate::config::{Access, Config, Route};
 use crate::http::cors::{self, CrossOrigin};
 use crate::http::forward::{self, Grant};
 use crate::http::request::{self, MAX_HEADERS};
@@ -110,42 +111,65 @@ fn decide<'x>(
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let head = request::parse(head_bytes, &mut fields)?;
     let target = target::normalize(head.method, head.target, arena)?;
-    let cross_origin = cors::classify(&head, config.policy.cors.as_ref());
+    let mut cross_origin = cors::classify(&head, config.policy.cors.as_ref());
     answer_context.cors = cross_origin.allowed();
-    // A preflight the config does not answer goes to its route with no
-    // CORS fields; any other request is judged by the rules.
-    let (grant, cross_origin) = if cors::is_preflight(&head, config.policy.cors.as_ref()) {
+    // The rules judge every request, a preflight too: a deny rule denies it.
+    let (access, rule) = policy::access(&config.policy, &head, target.path(), arena)?;
+    let labels = &mut answer_context.labels;
+    labels.rule = rule.and_then(|i| u16::try_from(i).ok());
+    if let Access::Deny { status } = access {
+        return Err(policy::denied(status));
+    }
+    if cors::is_preflight(&head, config.policy.cors.as_ref()) {
         answer_context.cors = None;
-        match cors::check_preflight(&head, &cross_origin, config)? {
-            cors::Preflight::Answer(origin) => {
-                return cors::write_preflight(out, origin, config).map(|()| 204);
-            }
-            cors::Preflight::Forward(route) => (Grant::public(route), CrossOrigin::None),
+        if let cors::Preflight::Answer(origin) = cors::check_preflight(&head, &cross_origin, &access, config)?
+        {
+            return cors::write_preflight(out, origin, config, &answer_context.labels).map(|()| 204);
         }
-    } else {
-        let grant = match policy::access(config.policy.rules, head.method, target.path())? {
-            Access::Deny { status } => return Err(policy::denied(status)),
-            Access::Public { route } => {
-                Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)
-            }
-            Access::Token(requirements) => {
-                answer_context.scope = requirements.scope_attribute;
-                let token = tokens::find(&head, config)?;
-                let verified = authorize(token, now, config, keys, arena, cache)?;
-                policy::requirements::check(&requirements, &verified, &config.policy)?;
-                Grant::token(verified, token)
-            }
-        };
-        (grant, cross_origin)
+        // Forwarded as any request of its rule, which is public.
+        cross_origin = CrossOrigin::None;
+    }
+    let grant = match access {
+        Access::Public { route } => {
+            answer_context.labels.outcome = PUBLIC;
+            answer_context.labels.route = Some(route);
+            Grant::public(config.routes.get(usize::from(route)).ok_or(Rejection::NoRoute)?)
+        }
+        Access::Token(requirements) => {
+            answer_context.scope = requirements.scope_attribute;
+            let token = tokens::find(&head, config)?;
+            let verified = authorize(token, now, config, keys, arena, cache)?;
+            let labels = &mut answer_context.labels;
+            labels.outcome = FORWARDED;
+            // The route is an element of the table: its index is its offset.
+            let offset = verified.route as *const Route as usize - config.routes.as_ptr() as usize;
+            labels.route = Some((offset / core::mem::size_of::<Route>()) as u16);
+            labels.issuer = u8::try_from(verified.issuer.0).ok();
+            labels.cache = verified.cache;
+            policy::requirements::check(&requirements, &verified, &config.policy)?;
+            Grant::token(verified, token)
+        }
+        Access::Deny { status } => return Err(policy::denied(status)),
     };
-    forward::write_plan(out, &grant, &head, &target, &context, config, &cross_origin, arena)?;
+    forward::write_plan(
+        out,
+        &grant,
+        &head,
+        &target,
+        &context,
+        config,
+        &cross_origin,
+        &answer_context.labels,
+        arena,
+    )?;
     Ok(200)
 }
 
 /// Verifies `token` (or finds it verified in `cache`) and checks its claims
 /// at `now`: the route its audience picks, its subject, and the claims the
 /// policy reads. A hit skips the split, the header and the signature, never
-/// the claims check; only a token whose claims were accepted is cached.
+/// the claims check, and never the freshness of fetched keys; only a token
+/// whose claims were accepted is cached.
 pub fn authorize<'c, 'a>(
     token: &'a [u8],
     now: u64,
@@ -164,7 +188,20 @@ pub fn authorize<'c, 'a>(
         }
         None => (verify(token, now, config, keys, arena)?, false),
     };
-    let verified = claims::check(claims_json, now, config, arena)?;
+    let mut verified = claims::check(claims_json, now, config, arena)?;
+    if cache.is_some() {
+        verified.cache = if hit { Cache::Hit } else { Cache::Miss };
+    }
+    // A hit never outlives the fetched keys it was verified with: once its
+    // issuer's keys are past `max_stale_secs`, the token is verified again,
+    // and a fetched key then answers 503 as it would for any token.
+    #[cfg(runtime_keys)]
+    if let (true, (index, issuer)) = (hit, verified.issuer)
+        && issuer.fetch.is_some_and(|fetch| !keys.fetched.fresh(index, fetch, now))
+    {
+        let claims_json = verify(token, now, config, keys, arena)?;
+        return claims::check(claims_json, now, config, arena).map(|v| Verified { cache: Cache::Miss, ..v });
+    }
     if let (Some(cache), false) = (cache, hit) {
         cache.insert(token, claims_json, config.issuers, generation);
     }

@@ -166,6 +166,10 @@ pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rej
 
 #[cfg(runtime_keys)]
 mod fetched;
+
+/// The JWKS source the tests of fetched keys use.
+#[cfg(test)]
+pub(crate) use fetched::tests::FETCH as TEST_FETCH;
 #[cfg(runtime_keys)]
 pub use fetched::{DOCUMENT_CAPACITY, FetchedKeys, InstallError};
 

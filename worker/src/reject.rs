@@ -44,10 +44,13 @@ impl ErrorCode {
 macro_rules! rejections {
     ($($(#[doc = $doc:literal])+ $variant:ident => ($status:literal, $code:expr, $reason:literal) $(if $given:meta)? $(only $only:meta)?,)+) => {
         /// Why a request was not forwarded. Variants carry no data, so a
-        /// rejection is one byte and its reason a static string.
+        /// rejection is one byte and its reason a static string; the byte
+        /// is the id of its outcome in `contract::outcome`, which every
+        /// decision's label line carries.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[repr(u8)]
         pub enum Rejection {
-            $($(#[doc = $doc])+ $(#[cfg($only)])? $variant,)+
+            $($(#[doc = $doc])+ $(#[cfg($only)])? $variant = contract::outcome::id_of_variant(stringify!($variant)),)+
         }
 
         impl Rejection {
@@ -71,19 +74,28 @@ macro_rules! rejections {
                 }
             }
 
+            /// The id of this rejection's outcome (`contract::outcome`),
+            /// which the decision's label line carries.
+            pub const fn outcome(self) -> u8 {
+                self as u8
+            }
+
             /// A short reason for `error_description`, made only of the
             /// characters RFC 6750 allows there (%x20-21 / %x23-5B / %x5D-7E).
             pub fn reason(self) -> &'static str {
-                // One table, indexed by the variant: a reason whose policy
-                // is compiled out is empty, so its text is not carried.
-                const REASONS: &[&str] = &[$(
-                    $(#[cfg($only)])? {
+                // One table, indexed by the variant's outcome id: a reason
+                // whose policy is compiled out is empty, so its text is not
+                // carried, and so are the outcomes that are no rejection.
+                const REASONS: [&str; contract::outcome::NAMES.len()] = {
+                    let mut table = [""; contract::outcome::NAMES.len()];
+                    $($(#[cfg($only)])? {
                         $(#[cfg($given)])? let reason = $reason;
                         $(#[cfg(not($given))] let reason = "";)?
-                        reason
-                    },
-                )+];
-                const TEXT: Reasons<{ REASONS.len() + 1 }, { joined_len(REASONS) }> = Reasons::join(REASONS);
+                        table[Rejection::$variant as usize] = reason;
+                    })+
+                    table
+                };
+                const TEXT: Reasons<{ REASONS.len() + 1 }, { joined_len(&REASONS) }> = Reasons::join(&REASONS);
                 TEXT.get(self as usize)
             }
         }
@@ -173,6 +185,10 @@ rejections! {
     /// the next request). Refused on every host alike: workerd's `fetch()`
     /// cannot send it, where hyper and Envoy would.
     ContentOnGetOrHead => (400, REQUEST, "content on a GET or HEAD request"),
+    /// A method with a lower-case letter: methods are case-sensitive (RFC
+    /// 9110 section 9.1) and every registered one is upper case, but Flask,
+    /// Django and ASP.NET Core fold `delete` into `DELETE`.
+    MethodNotUpperCase => (400, REQUEST, "method not in upper case"),
     /// `CONNECT`: the gateway forwards requests, it does not open tunnels.
     ConnectNotAllowed => (400, REQUEST, "CONNECT not supported"),
     /// An asterisk-form target (`OPTIONS *`) names no resource to forward.
@@ -190,13 +206,22 @@ rejections! {
     /// A `.` or `..` segment with `;` parameters, which some servers read as
     /// a dot segment (`/..;/`).
     DotSegmentParameters => (400, REQUEST, "dot segment with parameters"),
-    /// `;` parameters that change which rule applies: read with them
-    /// stripped, as Tomcat, Jetty and Spring read paths, another rule (or
-    /// none) would match (`/admin;x/users` past a rule for `/admin`).
-    PathParametersChangeRule => (400, REQUEST, "path parameters change which rule applies") only policy_rules,
-    /// `%25` followed by an encoded `.`, `/` or `\` in the path (`%252e`,
-    /// `%252F`): a server that decodes twice reads a dot or a separator.
-    DoubleEncodedPath => (400, REQUEST, "double-encoded dot, slash or backslash in path"),
+    /// A path that servers behind the gateway read under another rule than
+    /// the gateway's own reading: `;` parameters stripped (Tomcat, Jetty,
+    /// Spring), letters in another case (Express, ASP.NET Core), a trailing
+    /// slash or a `.ext` suffix ignored (Express, Spring MVC), so
+    /// `/admin;x/users`, `/ADMIN/users` or `/account/export/` past a rule
+    /// for `/admin` or `/account/export` (`policy::readings`).
+    PathReadsAnotherRule => (400, REQUEST, "path meets another rule on some servers") if policy_rules,
+    /// A method-override header, `_method` in the query or a form body a
+    /// framework reads `_method` from, on a path where the method it names
+    /// meets another rule than the request's own method (or `HEAD` where
+    /// `GET` meets another rule: servers answer `HEAD` with `GET` handlers).
+    MethodReadsAnotherRule => (400, REQUEST, "method override meets another rule") if policy_rules,
+    /// `%25` followed by two hex digits in the path (`%2561`, `%252e`): a
+    /// server, or a proxy before it, that decodes twice reads another byte
+    /// there, a letter or a separator (RFC 3986 section 2.4).
+    DoubleEncodedPath => (400, REQUEST, "double-encoded character in path"),
     /// The normalized target is longer than the gateway forwards.
     TargetTooLong => (414, REQUEST, "request target too long"),
     /// No `Authorization` header.
@@ -215,6 +240,13 @@ rejections! {
     /// Tokens in more than one place (header, cookie, `Authorization`) that
     /// differ: exactly one token per request.
     ConflictingTokens => (400, REQUEST, "more than one token") if policy_sources,
+    /// A `Cookie` field that some server reads as holding a token cookie
+    /// where the gateway reads none (or another): pairs joined with `,`
+    /// (RFC 2109, which Java and Python parsers still accept), a name
+    /// percent-encoded (PHP decodes it), in another case (ASP.NET Core
+    /// compares names case-insensitively) or with `.` or a space for `_`
+    /// (PHP). The gateway would neither read nor drop that token.
+    AmbiguousTokenCookie => (400, REQUEST, "token cookie spelled ambiguously") if policy_sources,
     /// The token is longer than `max_token_bytes` of the config (256 by
     /// default). The reason names no number, so that every build answers
     /// alike whatever its setting.
@@ -261,6 +293,9 @@ rejections! {
     NotYetValid => (401, TOKEN, "token not yet valid"),
     /// `iss` is missing or not the configured issuer.
     WrongIssuer => (401, TOKEN, "issuer not accepted"),
+    /// A valid token whose issuer the rule does not accept (`issuers` on the
+    /// rule: Envoy `jwt_authn`'s `requires: provider_name`).
+    IssuerNotAllowed => (401, TOKEN, "issuer not accepted for this path") if policy_issuers,
     /// No `aud` claim, or an empty list.
     MissingAudience => (401, TOKEN, "aud claim required"),
     /// No audience of the token has a route.
@@ -271,6 +306,9 @@ rejections! {
     /// A claim configured to travel as a header cannot travel intact (and
     /// is not configured to be percent-encoded), or is an object.
     ClaimNotHeaderSafe => (401, TOKEN, "claim cannot travel intact in a header") if policy_claims,
+    /// A claim forwarded as a header whose JSON type is not the header's
+    /// configured `type` (`"true"` where `true` is expected).
+    ClaimTypeMismatch => (401, TOKEN, "claim is not of its header's type") if policy_claims,
     /// The rule needs scopes the token does not carry.
     InsufficientScope => (403, SCOPE, "required scope missing") if policy_claims,
     /// The rule needs a role (or group) the token does not carry.
@@ -283,6 +321,10 @@ rejections! {
     NotFound => (404, NONE, "not found") if policy_rules,
     /// A CORS preflight whose origin, method or headers the config does not allow.
     PreflightRefused => (403, NONE, "cors preflight not allowed") if policy_cors,
+    /// A preflight the gateway does not answer, forwarded by the config's
+    /// `unmatched_preflight` to a public path, that carries a body: a
+    /// preflight never has one, and the upstream must not receive one.
+    PreflightWithBody => (400, REQUEST, "preflight with a body") if policy_cors,
     /// The request-scoped arena ran out (a bug or a misconfigured build).
     ScratchExhausted => (500, NONE, "gateway scratch space exhausted"),
     /// The host passed a time that is negative, not finite, or beyond 2^53.
@@ -317,6 +359,7 @@ mod tests {
         (Rejection::InvalidContentLength, 400, "invalid_request", "invalid content-length"),
         (Rejection::UnsupportedTransferEncoding, 400, "invalid_request", "transfer-encoding must be chunked"),
         (Rejection::ContentOnGetOrHead, 400, "invalid_request", "content on a GET or HEAD request"),
+        (Rejection::MethodNotUpperCase, 400, "invalid_request", "method not in upper case"),
         (Rejection::ConnectNotAllowed, 400, "invalid_request", "CONNECT not supported"),
         (Rejection::AsteriskForm, 400, "invalid_request", "asterisk-form target not supported"),
         (Rejection::MalformedTarget, 400, "invalid_request", "malformed request target"),
@@ -324,19 +367,9 @@ mod tests {
         (Rejection::EncodedSlash, 400, "invalid_request", "encoded slash or backslash in path"),
         (Rejection::PathAboveRoot, 400, "invalid_request", "path climbs above its root"),
         (Rejection::DotSegmentParameters, 400, "invalid_request", "dot segment with parameters"),
-        #[cfg(policy_rules)]
-        (
-            Rejection::PathParametersChangeRule,
-            400,
-            "invalid_request",
-            "path parameters change which rule applies",
-        ),
-        (
-            Rejection::DoubleEncodedPath,
-            400,
-            "invalid_request",
-            "double-encoded dot, slash or backslash in path",
-        ),
+        (Rejection::PathReadsAnotherRule, 400, "invalid_request", "path meets another rule on some servers"),
+        (Rejection::MethodReadsAnotherRule, 400, "invalid_request", "method override meets another rule"),
+        (Rejection::DoubleEncodedPath, 400, "invalid_request", "double-encoded character in path"),
         (Rejection::TargetTooLong, 414, "invalid_request", "request target too long"),
         (Rejection::MissingAuthorization, 401, "", "bearer token required"),
         (Rejection::UnsupportedScheme, 401, "", "authorization scheme must be Bearer"),
@@ -344,6 +377,7 @@ mod tests {
         (Rejection::MalformedAuthorization, 400, "invalid_request", "malformed authorization header"),
         (Rejection::MalformedTokenField, 400, "invalid_request", "malformed token cookie or header"),
         (Rejection::ConflictingTokens, 400, "invalid_request", "more than one token"),
+        (Rejection::AmbiguousTokenCookie, 400, "invalid_request", "token cookie spelled ambiguously"),
         (Rejection::TokenTooLong, 401, "invalid_token", "token longer than the gateway accepts"),
         (Rejection::MalformedToken, 401, "invalid_token", "token is not a compact JWS"),
         (Rejection::BadEncoding, 401, "invalid_token", "token is not canonical base64url"),
@@ -363,16 +397,19 @@ mod tests {
         (Rejection::Expired, 401, "invalid_token", "token expired"),
         (Rejection::NotYetValid, 401, "invalid_token", "token not yet valid"),
         (Rejection::WrongIssuer, 401, "invalid_token", "issuer not accepted"),
+        (Rejection::IssuerNotAllowed, 401, "invalid_token", "issuer not accepted for this path"),
         (Rejection::MissingAudience, 401, "invalid_token", "aud claim required"),
         (Rejection::NoRoute, 401, "invalid_token", "no route for audience"),
         (Rejection::SubjectNotHeaderSafe, 401, "invalid_token", "sub cannot travel intact in a header"),
         (Rejection::ClaimNotHeaderSafe, 401, "invalid_token", "claim cannot travel intact in a header"),
+        (Rejection::ClaimTypeMismatch, 401, "invalid_token", "claim is not of its header's type"),
         (Rejection::InsufficientScope, 403, "insufficient_scope", "required scope missing"),
         (Rejection::MissingRole, 403, "insufficient_scope", "required role missing"),
         (Rejection::ClaimMismatch, 403, "insufficient_scope", "required claim value missing"),
         (Rejection::Denied, 403, "", "forbidden"),
         (Rejection::NotFound, 404, "", "not found"),
         (Rejection::PreflightRefused, 403, "", "cors preflight not allowed"),
+        (Rejection::PreflightWithBody, 400, "invalid_request", "preflight with a body"),
         (Rejection::ScratchExhausted, 500, "", "gateway scratch space exhausted"),
         (Rejection::InvalidClock, 500, "", "host clock invalid"),
         (Rejection::InvalidContext, 500, "", "host context invalid"),

@@ -214,17 +214,24 @@ fn every_single_request_case_gets_the_stated_outcome() {
 }
 
 /// Every answer a policy adds, each of which the policy corpus must show.
-const POLICY_REJECTIONS: [Rejection; 10] = [
+const POLICY_REJECTIONS: [Rejection; 17] = [
     Rejection::MalformedTokenField,
     Rejection::ConflictingTokens,
+    Rejection::AmbiguousTokenCookie,
+    Rejection::IssuerNotAllowed,
     Rejection::ClaimNotHeaderSafe,
+    Rejection::ClaimTypeMismatch,
     Rejection::InsufficientScope,
     Rejection::MissingRole,
     Rejection::ClaimMismatch,
     Rejection::Denied,
     Rejection::NotFound,
     Rejection::PreflightRefused,
-    Rejection::PathParametersChangeRule,
+    Rejection::PreflightWithBody,
+    Rejection::PathReadsAnotherRule,
+    Rejection::MethodReadsAnotherRule,
+    Rejection::MethodNotUpperCase,
+    Rejection::DoubleEncodedPath,
 ];
 
 #[test]
@@ -261,7 +268,11 @@ fn each_issuer_has_its_own_leeway() {
     let forwarded = (json!(200), Value::Null);
     assert_eq!(decide(0, now - 10, None), forwarded, "the first issuer's 30 s leeway");
     assert_eq!(decide(1, now - 10, None), (json!(401), json!("token expired")), "the partner's none");
-    assert_eq!(decide(1, now, None), forwarded, "expiring this second");
+    assert_eq!(decide(1, now + 1, None), forwarded, "expiring next second");
+    // RFC 7519 section 4.1.4: valid only before exp, so expired at it.
+    assert_eq!(decide(1, now, None), (json!(401), json!("token expired")), "at exp");
+    assert_eq!(decide(0, now - 30, None), (json!(401), json!("token expired")), "at exp + leeway");
+    assert_eq!(decide(1, now + 600, Some(now)), forwarded, "valid from nbf on");
     assert_eq!(decide(0, now + 600, Some(now + 10)), forwarded, "not before, within 30 s");
     assert_eq!(decide(1, now + 600, Some(now + 10)), (json!(401), json!("token not yet valid")));
 }

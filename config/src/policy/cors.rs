@@ -1,6 +1,6 @@
 //! CORS: the origins, methods and headers a browser may use, checked.
 
-use super::{CorsConfig, MAX_CORS_AGE_SECS, invalid, is_token, route_index};
+use super::{AccessConfig, CorsConfig, MAX_CORS_AGE_SECS, RuleConfig, invalid, is_token, route_index};
 use crate::error::ConfigErrorKind;
 use crate::raw::RawCors;
 use crate::{MAX_TEXT_LEN, RouteConfig};
@@ -82,4 +82,29 @@ pub(super) fn cors(raw: RawCors, routes: &[RouteConfig]) -> Result<CorsConfig, C
         credentials: raw.allow_credentials,
         unmatched_preflight_route,
     })
+}
+
+/// A preflight the config does not answer is judged by the rules and
+/// reaches an upstream only where its rule is public for `OPTIONS` and
+/// routes it to `unmatched_preflight`'s route: with no such rule, every one
+/// would be refused, which the config would not mean.
+pub(super) fn check_unmatched_preflight(
+    route: u16,
+    rules: &[RuleConfig],
+    routes: &[RouteConfig],
+) -> Result<(), ConfigErrorKind> {
+    let reaches = |rule: &RuleConfig| {
+        rule.access == AccessConfig::Public { route }
+            && (rule.methods.is_empty() || rule.methods.iter().any(|m| m == "OPTIONS"))
+    };
+    match rules.iter().any(reaches) {
+        true => Ok(()),
+        false => Err(invalid(
+            "cors.unmatched_preflight",
+            format!(
+                "{:?}: a preflight the gateway does not answer reaches an upstream only through a public rule for OPTIONS to that route, and no rule is one",
+                routes[usize::from(route)].aud
+            ),
+        )),
+    }
 }

@@ -56,6 +56,8 @@ methods = ["DELETE"]
 scopes = { all = ["orders:write"], any = ["admin", "ops"] }
 roles = { claim = "groups", any = ["staff"] }
 claims = { tenant = "acme", tier = 3, verified = true }
+[upstreams]
+method_override = false
 "#,
     )
     .expect("valid");
@@ -209,7 +211,7 @@ fn token_sources_name_one_place_each() {
 #[test]
 fn cors_refuses_a_star_with_credentials_and_origins_browsers_never_send() {
     let config = parse(
-        "[cors]\nallow_origins = [\"https://app.example\", \"http://localhost:5173\"]\nallow_methods = [\"GET\", \"POST\"]\nallow_headers = [\"Authorization\", \"content-type\"]\nmax_age_secs = 600\nallow_credentials = true\nunmatched_preflight = \"docs\"\n",
+        "[[rules]]\nprefix = \"/docs\"\naccess = \"public\"\nroute = \"docs\"\n[cors]\nallow_origins = [\"https://app.example\", \"http://localhost:5173\"]\nallow_methods = [\"GET\", \"POST\"]\nallow_headers = [\"Authorization\", \"content-type\"]\nmax_age_secs = 600\nallow_credentials = true\nunmatched_preflight = \"docs\"\n",
     )
     .expect("valid");
     let cors = config.policy.cors.expect("CORS");
@@ -289,4 +291,130 @@ upstream = "http://127.0.0.1:1"
     let no_keys =
         two.replace("[[issuers.keys]]\nkid = \"k\"\ndemo = \"fedcba9876543210fedcba9876543210\"\n", "");
     assert!(refused_with(&no_keys).contains("no [[keys]] entry"));
+}
+
+#[test]
+fn an_unmatched_preflight_needs_a_public_rule_for_options_to_its_route() {
+    let cors = "[cors]\nallow_origins = [\"https://a\"]\nallow_methods = [\"GET\"]\nunmatched_preflight = \"docs\"\n";
+    let none = refused(cors);
+    assert!(none.contains("cors.unmatched_preflight") && none.contains("public rule for OPTIONS"), "{none}");
+    let get_only =
+        "[[rules]]\nprefix = \"/docs\"\nmethods = [\"GET\"]\naccess = \"public\"\nroute = \"docs\"\n";
+    assert!(refused(&format!("{get_only}{cors}")).contains("public rule for OPTIONS"));
+    let to_orders = "[[rules]]\nprefix = \"/o\"\naccess = \"public\"\nroute = \"orders\"\n";
+    assert!(refused(&format!("{to_orders}{cors}")).contains("public rule for OPTIONS"));
+    let options = "[[rules]]\nprefix = \"/docs\"\nmethods = [\"GET\", \"OPTIONS\"]\naccess = \"public\"\nroute = \"docs\"\n";
+    parse(&format!("{options}{cors}")).expect("a public rule for OPTIONS to docs");
+}
+
+#[test]
+fn a_rule_for_get_is_one_for_head_too() {
+    let public = "access = \"public\"\nroute = \"docs\"";
+    let config =
+        parse(&format!("[[rules]]\nprefix = \"/r\"\nmethods = [\"GET\"]\n{public}\n")).expect("valid");
+    assert_eq!(config.policy.rules[0].methods, ["GET", "HEAD"]);
+    let config = parse(&format!("[[rules]]\nprefix = \"/r\"\nmethods = [\"HEAD\", \"GET\"]\n{public}\n"))
+        .expect("valid");
+    assert_eq!(config.policy.rules[0].methods, ["HEAD", "GET"]);
+    // So a later HEAD rule behind it is hidden.
+    let hidden = refused(
+        "[[rules]]\nprefix = \"/r\"\nmethods = [\"GET\"]\naccess = \"public\"\nroute = \"docs\"\n[[rules]]\nprefix = \"/r\"\nmethods = [\"HEAD\"]\naccess = \"deny\"\n",
+    );
+    assert!(hidden.contains("rules[1] can never match"), "{hidden}");
+}
+
+#[test]
+fn rules_are_hidden_as_the_upstreams_read_paths() {
+    // Express and ASP.NET Core read /Admin as /admin; Express /x/ as /x.
+    let case = "[[rules]]\nprefix = \"/admin\"\naccess = \"deny\"\n[[rules]]\npath = \"/Admin/x\"\naccess = \"public\"\nroute = \"docs\"\n";
+    assert!(refused(case).contains("rules[1] can never match"));
+    parse(&format!("{case}[upstreams]\nany_case = false\n")).expect("case-sensitive upstreams");
+    let slash = "[[rules]]\npath = \"/x\"\naccess = \"deny\"\n[[rules]]\npath = \"/x/\"\naccess = \"public\"\nroute = \"docs\"\n";
+    assert!(refused(slash).contains("rules[1] can never match"));
+    let config = parse(&format!("{slash}[upstreams]\ntrailing_slash = false\n")).expect("strict slashes");
+    assert!(!config.policy.readings.trailing_slash && config.policy.readings.any_case);
+    assert!(refused("[upstreams]\nany_case = \"no\"\n").contains("boolean"));
+    assert!(refused("[upstreams]\ncase = false\n").contains("unknown field"));
+}
+
+#[test]
+fn a_form_override_cannot_dodge_a_rule() {
+    // A POST whose form says _method=GET reaches the GET handler (Rails,
+    // Laravel, Symfony): a rule for GET alone that asks more is refused.
+    let get_only =
+        "[[rules]]\nprefix = \"/reports\"\nmethods = [\"GET\"]\nscopes = { all = [\"reports:read\"] }\n";
+    let line = refused(get_only);
+    assert!(
+        line.contains("rules[0]") && line.contains("_method=GET") && line.contains("method_override = false"),
+        "{line}"
+    );
+    parse(&format!("{get_only}[upstreams]\nmethod_override = false\n")).expect("no upstream reads _method");
+    parse(&get_only.replace("[\"GET\"]", "[\"GET\", \"POST\"]")).expect("POST meets the same rule");
+    // A deny rule for DELETE dodged by a POST: refused; a public rule for
+    // GET asks less than a POST's default token: accepted.
+    assert!(
+        refused("[[rules]]\nprefix = \"/x\"\nmethods = [\"DELETE\"]\naccess = \"deny\"\n")
+            .contains("_method=DELETE")
+    );
+    parse("[[rules]]\npath = \"/healthz\"\nmethods = [\"GET\"]\naccess = \"public\"\nroute = \"docs\"\n")
+        .expect("public");
+    // Writes that share one rule: every override meets it.
+    parse(
+        "[[rules]]\nprefix = \"/o\"\nmethods = [\"POST\", \"PUT\", \"DELETE\"]\nscopes = { all = [\"w\"] }\n",
+    )
+    .expect("one rule");
+}
+
+#[test]
+fn a_rule_may_name_the_issuers_it_accepts() {
+    let two = "[[issuers]]\niss = \"https://a.example\"\n[[issuers.keys]]\nkid = \"a\"\ndemo = \"0123456789abcdef0123456789abcdef\"\n[[issuers]]\niss = \"https://b.example\"\n[[issuers.keys]]\nkid = \"b\"\ndemo = \"0123456789abcdef0123456789abcdef\"\n";
+    let text = |rule: &str| {
+        format!(
+            "{two}[[routes]]\naud = \"orders\"\nupstream = \"http://127.0.0.1:1\"\n[[rules]]\nprefix = \"/admin\"\n{rule}\n"
+        )
+    };
+    let config = crate::parse(&text("issuers = [\"https://b.example\"]"), Path::new("gw.toml"), &|_| None)
+        .expect("valid");
+    let AccessConfig::Token(requirements) = &config.policy.rules[0].access else { panic!("a token rule") };
+    assert_eq!(requirements.issuers, [1]);
+    assert!(config.to_rust().contains("issuers: &[1]"));
+    let both = crate::parse(
+        &text("issuers = [\"https://a.example\", \"https://b.example\"]"),
+        Path::new("gw.toml"),
+        &|_| None,
+    )
+    .expect("valid");
+    let AccessConfig::Token(requirements) = &both.policy.rules[0].access else { panic!("a token rule") };
+    assert!(requirements.issuers.is_empty(), "every issuer: no restriction");
+    for (rule, expected) in [
+        (
+            "issuers = [\"https://c.example\"]",
+            "rules[0].issuers[0] \"https://c.example\" is the iss of no configured issuer",
+        ),
+        ("issuers = []", "must name at least one"),
+        ("issuers = [\"https://a.example\", \"https://a.example\"]", "listed twice"),
+        (
+            "access = \"public\"\nroute = \"orders\"\nissuers = [\"https://a.example\"]",
+            "a public rule takes only",
+        ),
+    ] {
+        let line = crate::parse(&text(rule), Path::new("gw.toml"), &|_| None).expect_err(rule).to_string();
+        assert!(line.contains(expected), "{rule}: {line}");
+    }
+}
+
+#[test]
+fn a_claim_header_may_name_its_type() {
+    let config = parse("[[claim_headers]]\nclaim = \"tenant\"\ntype = \"string\"\n").expect("valid");
+    assert_eq!(config.policy.claim_headers[0].value_type, Some(ClaimType::String));
+    assert!(config.to_rust().contains("value_type: Some(ClaimType::String)"));
+    let line = refused("[[claim_headers]]\nclaim = \"tenant\"\ntype = \"text\"\n");
+    assert!(
+        line.contains("claim_headers[0].type") && line.contains("string, number, boolean or list"),
+        "{line}"
+    );
+    assert!(
+        refused("[[claim_headers]]\nclaim = \"issuer\"\n").contains("sets itself"),
+        "x-gateway-issuer is the gateway's"
+    );
 }

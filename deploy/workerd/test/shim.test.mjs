@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import binaryen from "binaryen";
-import { Gateway, contextLine, parseUpstreamOverride, readDecision, requestHead, requestTarget } from "../gateway.mjs";
+import { Gateway, MODULE_FAILED, contextLine, parseUpstreamOverride, readDecision, requestHead, requestTarget } from "../gateway.mjs";
 import { FIXTURE_WASM, mintToken, readFixture, startEcho } from "../harness.mjs";
 
 const config = readFixture();
@@ -23,9 +23,9 @@ const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now()
  * address) starts with "TRAP", and otherwise answers 401 "bearer token required".
  * Each instance counts its calls in a global, so a fresh one starts at 0.
  */
-function fakeModule(abiVersion = 3) {
+function fakeModule(abiVersion = 4) {
   const answer =
-    '\nbearer token required\n>www-authenticate:Bearer realm="t"\n>content-type:application/json\n{"error_description":"bearer token required"}';
+    '\nbearer token required\n#1bffffffffff -\n>www-authenticate:Bearer realm="t"\n>content-type:application/json\n{"error_description":"bearer token required"}';
   const watString = [...answer].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
   const wat = `(module
     (memory (export "memory") 1)
@@ -110,11 +110,16 @@ describe("request head", () => {
           ...got.forward.responseDrop.map((n) => ["drop_response", n]),
           ...got.forward.responseAdd.map(([n, v]) => ["add_response", n, v]),
         ];
-        assert.deepEqual({ origin: got.forward.origin, path: got.forward.path, operations: ops }, expect.forward, name);
+        assert.deepEqual({ origin: got.forward.origin, path: got.forward.path, operations: ops, labels: got.forward.labels }, expect.forward, name);
       } else {
         assert.deepEqual(got.answer, expect.answer, name);
       }
     }
+  });
+
+  test("the outcome ids the shim names are the contract's (contract/golden/outcomes.json)", () => {
+    const outcomes = JSON.parse(readFileSync(fileURLToPath(new URL("../../../contract/golden/outcomes.json", import.meta.url)), "utf8"));
+    assert.equal(outcomes[MODULE_FAILED], "module_failed");
   });
 
   test("the head is UTF-8 bytes: a value decoded from UTF-8 is judged as those bytes", () => {
@@ -239,6 +244,6 @@ describe("module failures", () => {
   });
 
   test("a module of another ABI version is refused", () => {
-    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 3/);
+    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 4/);
   });
 });

@@ -76,13 +76,41 @@ fn decide(head: &str) -> (u16, String) {
     (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
 }
 
-/// `decide` through `cache`, at `now`.
+/// `decide` through `cache`, at `now`, with the label line's cache word
+/// read as `-` (a hit is labelled `h`, a verification `m`): what the host
+/// executes, which a hit never changes.
 fn decide_cached(head: &str, now: u64, config: &Config<'_>, cache: &mut TokenCache) -> (u16, String) {
     let mut scratch = scratch();
     let input = std::format!("http 192.0.2.1\n{head}");
     let fetched = crate::keys::FetchedKeys::none();
     let answer = handle_cached(input.as_bytes(), now as f64, config, fetched, &mut scratch, cache);
-    (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
+    let output = String::from_utf8(answer.output.to_vec()).expect("ASCII output");
+    let lines: std::vec::Vec<String> = output
+        .split('\n')
+        .map(|line| match line.strip_prefix('#').and_then(|l| l.rsplit_once(' ')) {
+            Some((rest, "h" | "m")) => std::format!("#{rest} -"),
+            _ => line.into(),
+        })
+        .collect();
+    (answer.status, lines.join("\n"))
+}
+
+#[test]
+fn the_label_line_says_whether_the_signature_came_from_the_cache() {
+    let mut cache = std::boxed::Box::new(TokenCache::new());
+    let head = request(&token(HEADER, &valid_claims()));
+    let label = |cache: &mut TokenCache| {
+        let mut scratch = scratch();
+        let input = std::format!("http 192.0.2.1\n{head}");
+        let fetched = crate::keys::FetchedKeys::none();
+        let answer = handle_cached(input.as_bytes(), NOW as f64, &CONFIG, fetched, &mut scratch, cache);
+        String::from_utf8(answer.output.to_vec()).expect("ASCII").lines().nth(2).map(String::from)
+    };
+    // Admitted on its second verification, a hit from the third on.
+    assert_eq!(label(&mut cache).as_deref(), Some("#00ffff000100 m"));
+    assert_eq!(label(&mut cache).as_deref(), Some("#00ffff000100 m"));
+    assert_eq!(label(&mut cache).as_deref(), Some("#00ffff000100 h"));
+    assert_eq!(decide(&head).1.lines().nth(2), Some("#00ffff000100 -"), "no cache, no word");
 }
 
 fn rejection_of(head: &str) -> Option<Rejection> {
@@ -110,8 +138,8 @@ fn a_valid_token_is_forwarded_with_its_plan() {
     assert_eq!(status, 200);
     assert_eq!(
         plan,
-        "http://b:8080\n/v1/orders?x=1\n-host\n-authorization\n+x-gateway-subject:alice\n\
-         +x-forwarded-for:192.0.2.1\n+x-forwarded-proto:http\n+x-forwarded-host:gw"
+        "http://b:8080\n/v1/orders?x=1\n#00ffff000100 -\n-host\n-authorization\n+x-gateway-subject:alice\n\
+         +x-gateway-issuer:iss\n+x-forwarded-for:192.0.2.1\n+x-forwarded-proto:http\n+x-forwarded-host:gw"
     );
 }
 
@@ -380,6 +408,66 @@ fn a_cached_token_is_judged_again_at_every_request() {
     // The forward plan is built per request: another path, another plan.
     let (status, plan) = decide_cached(&head.replace("/v1/orders?x=1", "/other"), NOW, &CONFIG, &mut cache);
     assert_eq!((status, plan.lines().nth(1)), (200, Some("/other")));
+}
+
+/// A token verified with a fetched key and admitted to the cache is
+/// refused like a new one once the issuer's keys are past
+/// `max_stale_secs`: a hit never decides differently from a miss.
+#[cfg(all(feature = "es256", runtime_keys))]
+#[test]
+fn a_cached_token_never_outlives_the_fetched_keys_that_verified_it() {
+    use crate::keys::FetchedKeys;
+    use crate::keys::TEST_FETCH as FETCH;
+    use p256::ecdsa::signature::Signer as _;
+
+    let issuers = std::vec![Issuer {
+        iss: Some("iss"),
+        leeway_secs: 0,
+        keys: &[],
+        audiences: &[],
+        fetch: Some(&FETCH)
+    }];
+    let config = Config { issuers: issuers.leak(), max_token_bytes: 1024, ..*CONFIG };
+    // RFC 7515 appendix A.3's P-256 key (its private part is in the RFC).
+    let jwks = r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec-a3","use":"sig","alg":"ES256",
+        "x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
+    let d = URL_SAFE_NO_PAD.decode("jpsQnnGQmL-YBIffH1136cspYG6-0iY7X1fCE9-E9LI").expect("base64url");
+    let signer = p256::ecdsa::SigningKey::from_slice(&d).expect("a P-256 scalar");
+    let es256 = |claims: &str| {
+        let input = std::format!("{}.{}", b64(br#"{"alg":"ES256","kid":"ec-a3"}"#), b64(claims.as_bytes()));
+        let signature: p256::ecdsa::Signature = signer.sign(input.as_bytes());
+        std::format!("{input}.{}", b64(&signature.to_bytes()))
+    };
+    let claims = |jti: u32| {
+        std::format!(r#"{{"iss":"iss","sub":"alice","aud":"b","exp":{},"jti":"{jti}"}}"#, NOW + 86_400)
+    };
+    let mut fetched = std::boxed::Box::new(FetchedKeys::new());
+    let mut summary = String::new();
+    fetched.install(0, jwks.as_bytes(), NOW, &config, &mut summary).expect("a valid document");
+    let mut cache = std::boxed::Box::new(TokenCache::new());
+    let mut decided = |token: &str, now: u64| {
+        let input = std::format!("http 192.0.2.1\n{}", request(token));
+        let mut scratch = scratch();
+        let answer = handle_cached(input.as_bytes(), now as f64, &config, &fetched, &mut scratch, &mut cache);
+        (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII"))
+    };
+    let cached = es256(&claims(1));
+    for _ in 0..3 {
+        assert_eq!(decided(&cached, NOW).0, 200, "verified with the fetched key, then cached");
+    }
+    let stale = NOW + 3601;
+    let (status, output) = decided(&es256(&claims(2)), stale);
+    assert_eq!((status, output.lines().nth(1)), (503, Some("signing keys unavailable")), "a new token");
+    for _ in 0..3 {
+        let (status, output) = decided(&cached, stale);
+        assert_eq!(
+            (status, output.lines().nth(1)),
+            (503, Some("signing keys unavailable")),
+            "the cached token"
+        );
+        assert!(output.lines().any(|line| line == "~0"), "and the host is asked to fetch: {output}");
+    }
+    assert_eq!(decided(&cached, NOW + 3600).0, 200, "fresh up to max_stale_secs");
 }
 
 #[test]

@@ -2,10 +2,16 @@
 //! call the API, decided here so that every host answers alike.
 //!
 //! - A **preflight** (`OPTIONS` with `Origin` and
-//!   `Access-Control-Request-Method`; it never carries a token) is answered
-//!   by the gateway itself: 204 with the `Access-Control-*` fields when the
-//!   origin, the method and every requested header are allowed; otherwise
-//!   403, or, when configured, forwarded without a token to a named route.
+//!   `Access-Control-Request-Method`; it never carries a token) is judged
+//!   by the rules first, as any request (a deny rule denies it), then
+//!   answered by the gateway itself: 204 with the `Access-Control-*` fields
+//!   when the origin, the method and every requested header are allowed;
+//!   otherwise 403, or, when `unmatched_preflight` names a route and the
+//!   request's rule is public to that route, forwarded there as the public
+//!   request it is, without a body (a preflight never has one). Any client
+//!   can send an `OPTIONS` shaped like a preflight, and many frameworks run
+//!   a handler for it, so it never passes a rule that a plain request would
+//!   not.
 //! - Any other request from an **allowed origin** gets, on its answer or on
 //!   the upstream's response, `Access-Control-Allow-Origin` (the origin
 //!   itself, or `*` when any origin is allowed and credentials are not),
@@ -25,9 +31,9 @@
 // (`build.rs`); native builds keep it, and lint it whole.
 #![cfg_attr(not(policy_cors), allow(dead_code, unused_imports))]
 
-use contract::{Encoder, Full};
+use contract::{Encoder, Full, Labels};
 
-use crate::config::{Config, Cors, Route};
+use crate::config::{Access, Config, Cors};
 use crate::http::request::{Head, trim_ows};
 use crate::reject::Rejection;
 
@@ -54,11 +60,12 @@ impl<'x> CrossOrigin<'x> {
 
 /// What a preflight gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preflight<'x, 'c> {
+pub enum Preflight<'x> {
     /// The 204 answer, for this `Access-Control-Allow-Origin`.
     Answer(&'x str),
-    /// Forwarded with no token to this route (the config's fallback).
-    Forward(&'c Route<'c>),
+    /// Forwarded as the public request its rule makes it, to the route
+    /// `unmatched_preflight` names.
+    Forward,
 }
 
 /// How `head` relates to `cors`.
@@ -94,26 +101,29 @@ pub fn is_preflight(head: &Head<'_, '_>, cors: Option<&Cors<'_>>) -> bool {
         && head.named("access-control-request-method").next().is_some()
 }
 
-/// Judges a preflight: answered when its origin, method and headers are
-/// allowed; else refused, or forwarded to the configured route.
-pub fn check_preflight<'x, 'c>(
+/// Judges a preflight whose rule (`access`) did not deny it: answered when
+/// its origin, method and headers are allowed; else refused, or forwarded
+/// when its rule is public to the route `unmatched_preflight` names and it
+/// carries no body.
+pub fn check_preflight<'x>(
     head: &Head<'x, '_>,
     cross_origin: &CrossOrigin<'x>,
-    config: &Config<'c>,
-) -> Result<Preflight<'x, 'c>, Rejection> {
+    access: &Access<'_>,
+    config: &Config<'_>,
+) -> Result<Preflight<'x>, Rejection> {
     let Some(cors) = config.policy.cors.as_ref() else { return Err(Rejection::PreflightRefused) };
-    let allowed = match cross_origin {
-        CrossOrigin::Allowed(origin) if method_allowed(head, cors) && headers_allowed(head, cors) => {
-            Some(*origin)
-        }
-        _ => None,
-    };
-    match (allowed, cors.unmatched_preflight_route) {
-        (Some(origin), _) => Ok(Preflight::Answer(origin)),
-        (None, Some(route)) => {
-            config.routes.get(usize::from(route)).map(Preflight::Forward).ok_or(Rejection::PreflightRefused)
-        }
-        (None, None) => Err(Rejection::PreflightRefused),
+    if let CrossOrigin::Allowed(origin) = cross_origin
+        && method_allowed(head, cors)
+        && headers_allowed(head, cors)
+    {
+        return Ok(Preflight::Answer(origin));
+    }
+    match (access, cors.unmatched_preflight_route) {
+        (Access::Public { route }, Some(fallback)) if *route == fallback => match head.has_content() {
+            true => Err(Rejection::PreflightWithBody),
+            false => Ok(Preflight::Forward),
+        },
+        _ => Err(Rejection::PreflightRefused),
     }
 }
 
@@ -137,9 +147,15 @@ fn headers_allowed(head: &Head<'_, '_>, cors: &Cors<'_>) -> bool {
 }
 
 /// Writes the 204 answer to an allowed preflight.
-pub fn write_preflight(out: &mut Encoder<'_>, origin: &str, config: &Config<'_>) -> Result<(), Rejection> {
+pub fn write_preflight(
+    out: &mut Encoder<'_>,
+    origin: &str,
+    config: &Config<'_>,
+    labels: &Labels,
+) -> Result<(), Rejection> {
     let Some(cors) = config.policy.cors.as_ref() else { return Err(Rejection::PreflightRefused) };
     out.answer("", "cors preflight")?;
+    out.labels(&Labels { outcome: contract::outcome::PREFLIGHT, ..*labels })?;
     write_response_fields(out, origin, cors)?;
     out.add_response_field("access-control-allow-methods", &[cors.methods_joined.as_bytes()])?;
     if !cors.headers_joined.is_empty() {
@@ -178,7 +194,7 @@ pub const UPSTREAM_FIELDS_REMOVED: [&str; 5] = [
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::config::Policy;
+    use crate::config::{Policy, Route};
     use crate::http::request::{MAX_HEADERS, parse};
 
     /// Two allowed origins with credentials (the decide tests use it too).
@@ -206,19 +222,28 @@ pub(crate) mod tests {
         }
     }
 
+    /// A preflight with `fields`, whose rule makes it public to route 0.
     fn preflight(fields: &str, cors: Cors<'static>) -> Result<std::string::String, Rejection> {
+        judged(fields, cors, Access::Public { route: 0 })
+    }
+
+    fn judged(
+        fields: &str,
+        cors: Cors<'static>,
+        access: Access<'static>,
+    ) -> Result<std::string::String, Rejection> {
         let head = std::format!("OPTIONS /orders HTTP/1.1\r\nHost: gw\r\n{fields}\r\n");
         let mut parsed = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let head = parse(head.as_bytes(), &mut parsed).expect("valid head");
         let config = config(cors);
         assert!(is_preflight(&head, config.policy.cors.as_ref()));
         let cross = classify(&head, config.policy.cors.as_ref());
-        match check_preflight(&head, &cross, &config)? {
-            Preflight::Forward(route) => Ok(std::format!("forward {}", route.audience)),
+        match check_preflight(&head, &cross, &access, &config)? {
+            Preflight::Forward => Ok("forward".into()),
             Preflight::Answer(origin) => {
                 let mut buf = [0u8; 1024];
                 let mut out = Encoder::new(&mut buf);
-                write_preflight(&mut out, origin, &config)?;
+                write_preflight(&mut out, origin, &config, &Labels::default())?;
                 Ok(std::string::String::from_utf8(out.as_bytes().to_vec()).expect("ASCII"))
             }
         }
@@ -234,7 +259,7 @@ pub(crate) mod tests {
         .expect("allowed");
         assert_eq!(
             answer,
-            "\ncors preflight\n>access-control-allow-origin:https://app.example\n\
+            "\ncors preflight\n#02ffffffffff -\n>access-control-allow-origin:https://app.example\n\
              >access-control-allow-credentials:true\n>access-control-expose-headers:www-authenticate\n\
              >vary:Origin\n>access-control-allow-methods:GET, POST, DELETE\n\
              >access-control-allow-headers:authorization, content-type\n>access-control-max-age:600\n"
@@ -260,7 +285,15 @@ pub(crate) mod tests {
         ] {
             assert_eq!(preflight(&fields, CORS), Err(Rejection::PreflightRefused), "{fields}");
             let fallback = Cors { unmatched_preflight_route: Some(0), ..CORS };
-            assert_eq!(preflight(&fields, fallback), Ok("forward docs".into()), "{fields}");
+            assert_eq!(preflight(&fields, fallback), Ok("forward".into()), "{fields}");
+            // Only where its rule is public to that route, and without a body.
+            for access in [Access::Token(crate::config::Requirements::NONE), Access::Public { route: 1 }] {
+                assert_eq!(judged(&fields, fallback, access), Err(Rejection::PreflightRefused), "{fields}");
+            }
+            let with_body = std::format!("{fields}Content-Length: 4\r\n");
+            assert_eq!(preflight(&with_body, fallback), Err(Rejection::PreflightWithBody), "{fields}");
+            let chunked = std::format!("{fields}Transfer-Encoding: chunked\r\n");
+            assert_eq!(preflight(&chunked, fallback), Err(Rejection::PreflightWithBody), "{fields}");
         }
     }
 

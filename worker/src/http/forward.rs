@@ -16,10 +16,15 @@
 //! - the client's forwarding fields (`Forwarded`, every `X-Forwarded-*`,
 //!   `X-Real-IP`): an edge gateway is the first hop, and speaks for the
 //!   peer itself;
+//! - `X-Original-URL` and `X-Rewrite-URL`, which some stacks (IIS URL
+//!   Rewrite, older Symfony) route on instead of the request's path: the
+//!   path is the one the rules judged;
 //! - a `Content_Length` spelled with `_`, which is not framing to the
 //!   gateway but would be to a CGI upstream.
 //!
-//! Set: `X-Gateway-Subject` when the token has a `sub`, `X-Forwarded-For`
+//! Set: `X-Gateway-Subject` when the token has a `sub`, `X-Gateway-Issuer`
+//! (the verified issuer's configured `iss`: a subject means someone only
+//! within its issuer, RFC 7519 section 4.1.2), `X-Forwarded-For`
 //! (the peer; with trusted proxy hops, the client's chain and then the
 //! peer), `X-Forwarded-Proto` and, when the request named one,
 //! `X-Forwarded-Host`; with the policies that ask for them, the configured
@@ -31,8 +36,8 @@
 //! fields are removed from its response and, for an allowed origin, the
 //! gateway's added ([`crate::http::cors`]).
 
-use contract::Encoder;
-use contract::fields::SUBJECT;
+use contract::fields::{ISSUER, SUBJECT};
+use contract::{Encoder, Labels};
 
 use contract::Context;
 
@@ -45,9 +50,13 @@ use crate::jose::claims::{ClaimValues, Verified};
 use crate::reject::Rejection;
 
 /// Fields dropped whatever else is true of the request (canonical names).
-const DROPPED: [&str; 12] = [
+const DROPPED: [&str; 14] = [
     "authorization",
     "proxy-authorization",
+    // A path the upstream's stack may route on instead of the request's
+    // (IIS URL Rewrite, older Symfony): only the gateway chooses the path.
+    "x-original-url",
+    "x-rewrite-url",
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -71,6 +80,8 @@ pub struct Grant<'c, 'a> {
     pub route: &'c Route<'c>,
     /// The token's subject, when it has one.
     pub subject: Option<&'a str>,
+    /// The configured `iss` of the issuer that verified the token.
+    pub issuer: Option<&'c str>,
     /// The claims the policy reads, raw JSON values, when a token was verified.
     pub claims: Option<ClaimValues<'a>>,
     /// The token, when one was verified (its payload may travel).
@@ -80,7 +91,7 @@ pub struct Grant<'c, 'a> {
 impl<'c, 'a> Grant<'c, 'a> {
     /// A request forwarded with no token: no subject, no claims.
     pub fn public(route: &'c Route<'c>) -> Self {
-        Grant { route, subject: None, claims: None, token: None }
+        Grant { route, subject: None, issuer: None, claims: None, token: None }
     }
 
     /// A request whose `token` verified as `verified`.
@@ -88,6 +99,7 @@ impl<'c, 'a> Grant<'c, 'a> {
         Grant {
             route: verified.route,
             subject: verified.subject,
+            issuer: verified.issuer.1.iss,
             claims: Some(verified.claims),
             token: Some(token),
         }
@@ -104,10 +116,12 @@ pub fn write_plan(
     context: &Context<'_>,
     config: &Config<'_>,
     cross_origin: &CrossOrigin<'_>,
+    labels: &Labels,
     arena: &mut Arena<'_>,
 ) -> Result<(), Rejection> {
     let route = grant.route;
     out.forward(route.origin, &[route.base_path.as_bytes(), target.path_and_query])?;
+    out.labels(labels)?;
     for (i, field) in head.fields.iter().enumerate() {
         let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
         if !seen_before && is_dropped(field.name.as_bytes(), head, config) {
@@ -116,6 +130,9 @@ pub fn write_plan(
     }
     if let Some(subject) = grant.subject {
         out.set_request_field(SUBJECT, &[subject.as_bytes()])?;
+    }
+    if let Some(issuer) = grant.issuer {
+        out.set_request_field(ISSUER, &[issuer.as_bytes()])?;
     }
     write_forwarded_for(out, head, context, config)?;
     out.set_request_field("x-forwarded-proto", &[context.scheme.as_str().as_bytes()])?;
@@ -184,12 +201,11 @@ fn write_other_cookies(
     config: &Config<'_>,
     arena: &mut Arena<'_>,
 ) -> Result<(), Rejection> {
-    let is_token = |name: &[u8]| {
-        config
-            .policy
-            .token_sources
-            .iter()
-            .any(|s| matches!(s, TokenSource::Cookie(c) if c.as_bytes() == name))
+    // A pair any server reads as a token cookie is taken out whole.
+    let is_token = |name: &[u8], pair: &[u8]| {
+        config.policy.token_sources.iter().any(|s| {
+            matches!(s, TokenSource::Cookie(c) if c.as_bytes() == name || crate::http::tokens::reads_as_cookie(pair, c))
+        })
     };
     let total: usize = head.named("cookie").map(|v| v.len() + 2).sum();
     if total == 0 {
@@ -198,7 +214,7 @@ fn write_other_cookies(
     let buf = arena.alloc(total)?;
     let mut len = 0;
     crate::http::tokens::each_cookie(head, |name, _, pair| {
-        if pair.is_empty() || is_token(name) {
+        if pair.is_empty() || is_token(name, pair) {
             return Ok(());
         }
         if !pair.iter().all(|b| (0x20..0x7f).contains(b)) {
@@ -278,7 +294,7 @@ fn connection_options<'b>(head: &Head<'b, '_>) -> impl Iterator<Item = &'b [u8]>
 /// The lengths are compared where it is called (most names differ in
 /// length), the bytes in one shared loop.
 #[inline(always)]
-fn canonical_eq(name: &[u8], canonical: &[u8]) -> bool {
+pub(crate) fn canonical_eq(name: &[u8], canonical: &[u8]) -> bool {
     name.len() == canonical.len() && folded_eq(name, canonical)
 }
 
@@ -324,8 +340,18 @@ mod tests {
         let grant = Grant { subject: sub, ..Grant::public(&ROUTE) };
         let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7" };
         let config = config(hops);
-        write_plan(&mut out, &grant, &head, &target, &context, &config, &CrossOrigin::None, &mut arena)
-            .expect("fits");
+        write_plan(
+            &mut out,
+            &grant,
+            &head,
+            &target,
+            &context,
+            &config,
+            &CrossOrigin::None,
+            &Labels::default(),
+            &mut arena,
+        )
+        .expect("fits");
         String::from_utf8(out.as_bytes().to_vec()).expect("ASCII").split('\n').map(String::from).collect()
     }
 
@@ -341,6 +367,7 @@ mod tests {
             [
                 "http://10.0.0.5:8080",
                 "/orders-svc/a/b?x=1",
+                "#00ffffffffff -",
                 "-host",
                 "-authorization",
                 "+x-gateway-subject:alice",
@@ -395,7 +422,7 @@ mod tests {
                     X-Forwarded-Prefix: /admin\r\nx-forwarded-for: 10.7.7.7\r\n\r\n";
         let lines = plan(head, None, 0);
         assert_eq!(
-            &lines[2..],
+            &lines[3..],
             [
                 "-host",
                 "-x-forwarded-for",

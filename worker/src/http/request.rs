@@ -63,6 +63,13 @@ impl<'b> Head<'b, '_> {
     pub fn host(&self) -> Option<&'b [u8]> {
         self.named("host").next()
     }
+
+    /// True when the head frames content: chunked, or a length other than
+    /// zero (`parse` allows one framing only).
+    pub fn has_content(&self) -> bool {
+        self.named("transfer-encoding").next().is_some()
+            || self.named("content-length").any(|v| v.iter().any(|&b| b != b'0'))
+    }
 }
 
 /// Parses `bytes` into a [`Head`] whose fields live in `fields`, and checks it.

@@ -5,6 +5,9 @@
 //! gateway, so the target is normalized here, once, and the host forwards
 //! the result literally:
 //!
+//! - The method must be upper case (RFC 9110 section 9.1 makes methods
+//!   case-sensitive, and Flask, Django and ASP.NET Core fold `delete` into
+//!   `DELETE`, so a lower-case method would meet another rule there).
 //! - origin-form (`/path?query`) is forwarded; absolute-form
 //!   (`http://host/path?query`) as its path and query, its authority taking
 //!   the place of `Host`; authority-form (`CONNECT`) and asterisk-form
@@ -13,10 +16,13 @@
 //!   (RFC 3986 section 6.2.2.2), so `%2e%2e` is a dot segment like `..`;
 //!   other escapes are kept, with upper-case hex digits.
 //! - `%2F`, `%5C` and a raw `\` are refused: some servers read them as
-//!   separators, some do not. So is `%25` followed by an encoded `.`, `/` or
-//!   `\` (`%252e`, `%252F`, `%255c`, `%25252e`, in the path as forwarded):
-//!   an upstream, or a framework before it, that decodes twice would read a
-//!   dot segment or a separator there.
+//!   separators, some do not. So is `%25` followed by two hex digits
+//!   (`%2561`, `%252e`, `%25252F`, in the path as forwarded): an upstream,
+//!   or a proxy or framework before it, that decodes twice would read
+//!   another byte there (RFC 3986 section 2.4: never decode twice).
+//! - Empty segments merge (`//internal` is `/internal`), as nginx, Tomcat
+//!   and Go read them, so the rule that matches is the rule of the path
+//!   the upstream serves; a trailing slash stays.
 //! - Dot segments are removed (RFC 3986 section 5.2.4); a `..` that would
 //!   climb above the root is refused, not clamped, and so is a `.` or `..`
 //!   segment with `;` parameters (`/..;/`, which Tomcat reads as `/../`).
@@ -54,6 +60,9 @@ pub fn normalize<'a, 'b>(
     target: &'b [u8],
     arena: &mut Arena<'a>,
 ) -> Result<Target<'a, 'b>, Rejection> {
+    if method.bytes().any(|b| b.is_ascii_lowercase()) {
+        return Err(Rejection::MethodNotUpperCase);
+    }
     if method == "CONNECT" {
         return Err(Rejection::ConnectNotAllowed);
     }
@@ -121,7 +130,15 @@ fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
 fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
     let mut ends_in_directory = false;
     // The first piece is the empty text before the leading '/'.
-    for segment in path.split(|&b| b == b'/').skip(1) {
+    let mut segments = path.split(|&b| b == b'/').skip(1);
+    let mut next = segments.next();
+    while let Some(segment) = next {
+        next = segments.next();
+        // Empty segments merge (`//a` is `/a`), as nginx, Tomcat and Go
+        // read them; a last one is the trailing slash.
+        if segment.is_empty() && next.is_some() {
+            continue;
+        }
         let start = out.len;
         out.push(b'/')?;
         write_segment(segment, out)?;
@@ -147,17 +164,11 @@ fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// True when the normalized `segment` holds `%25` followed by an encoded
-/// `.`, `/` or `\` in any case, with any number of further `25` between
-/// (`%252e`, `%25252F`): decoded twice (or more), a dot or a separator.
+/// True when the normalized `segment` holds `%25` followed by two hex
+/// digits in any case (`%2561`, `%252e`, `%25252F`): decoded twice (or
+/// more), another byte, a letter of a rule's path or a separator.
 fn double_encoded(segment: &[u8]) -> bool {
-    (0..segment.len()).any(|at| {
-        let Some(mut rest) = segment[at..].strip_prefix(b"%25") else { return false };
-        while let Some(after) = rest.strip_prefix(b"25") {
-            rest = after;
-        }
-        matches!(rest, [b'2', b'e' | b'E' | b'f' | b'F', ..] | [b'5', b'c' | b'C', ..])
-    })
+    segment.windows(5).any(|w| w[..3] == *b"%25" && w[3].is_ascii_hexdigit() && w[4].is_ascii_hexdigit())
 }
 
 /// The part of a normalized segment before its `;` parameters (raw or
@@ -283,7 +294,14 @@ mod tests {
         query_kept: "/a?x=1&y=%2F&z" => Ok("/a?x=1&y=%2F&z");
         empty_query_kept: "/a?" => Ok("/a?");
         trailing_slash_kept: "/a/b/" => Ok("/a/b/");
-        empty_segments_kept: "/a//b" => Ok("/a//b");
+        empty_segments_merged: "/a//b" => Ok("/a/b");
+        leading_empty_segments_merged: "//internal/metrics" => Ok("/internal/metrics");
+        many_empty_segments_merged: "///a////b" => Ok("/a/b");
+        trailing_empty_segments_merged: "/a//" => Ok("/a/");
+        only_slashes: "//" => Ok("/");
+        empty_segment_before_dot_dot: "/a//../b" => Ok("/b");
+        absolute_form_empty_segments_merged: "http://gw//internal//x" => Ok("/internal/x");
+        empty_segments_in_the_query_kept: "/a?next=//b" => Ok("/a?next=//b");
         dot_segment_removed: "/a/./b" => Ok("/a/b");
         dot_dot_pops: "/a/b/../c" => Ok("/a/c");
         trailing_dot_dot_is_a_directory: "/a/b/.." => Ok("/a/");
@@ -316,7 +334,14 @@ mod tests {
         triple_encoded_dot: "/%25252e%25252e/x" => Err(Rejection::DoubleEncodedPath);
         double_encoded_dot_spelled_with_unreserved_escapes: "/%25%32%65%25%32%45/x" => Err(Rejection::DoubleEncodedPath);
         double_encoded_in_the_last_segment: "/a/b%252e" => Err(Rejection::DoubleEncodedPath);
-        encoded_percent_kept: "/100%25/%25/%2541/%252x/%25%41" => Ok("/100%25/%25/%2541/%252x/%25A");
+        encoded_percent_kept: "/100%25/%25/%252x/%25%41/50%25off" => Ok("/100%25/%25/%252x/%25A/50%25off");
+        // Any byte decoded twice: a letter of a rule's path, a NUL.
+        double_encoded_letter: "/%2561dmin/users" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_letter_lower_hex: "/%2561%2564min" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_nul: "/healthz%2500" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_space: "/a%2520b" => Err(Rejection::DoubleEncodedPath);
+        double_encoded_letter_spelled_with_unreserved_escapes: "/%25%36%31dmin" => Err(Rejection::DoubleEncodedPath);
+        triple_encoded_letter: "/%252561dmin" => Err(Rejection::DoubleEncodedPath);
         double_encoded_in_the_query_kept: "/a?next=%252e%252e%252fbilling" => Ok("/a?next=%252e%252e%252fbilling");
         unreserved_escapes_decoded: "/%41%7e%2D" => Ok("/A~-");
         other_escapes_upper_cased: "/a%20b%c3%a9" => Ok("/a%20b%C3%A9");
@@ -347,6 +372,16 @@ mod tests {
         at_the_limit: &std::format!("/{}", "a".repeat(MAX_TARGET_LEN - 1)) => Ok(&*std::format!("/{}", "a".repeat(MAX_TARGET_LEN - 1)).leak());
         over_the_limit: &std::format!("/{}", "a".repeat(MAX_TARGET_LEN)) => Err(Rejection::TargetTooLong);
         encoding_grows_over_the_limit: &std::format!("/{}", "\"".repeat(MAX_TARGET_LEN / 3 + 1)) => Err(Rejection::TargetTooLong);
+    }
+
+    #[test]
+    fn methods_must_be_upper_case() {
+        for method in ["get", "Get", "delete", "DELETe", "options"] {
+            assert_eq!(normalized(method, "/a"), Err(Rejection::MethodNotUpperCase), "{method}");
+        }
+        for method in ["GET", "DELETE", "M-SEARCH", "PROPFIND", "X1"] {
+            assert_eq!(normalized(method, "/a"), Ok("/a".into()), "{method}");
+        }
     }
 
     #[test]
@@ -384,6 +419,7 @@ mod tests {
                     assert!(!matches!(segment, "." | ".."), "{path} -> {out}");
                 }
                 assert!(!out.to_ascii_lowercase().contains("%252e"), "{path} -> {out}");
+                assert!(!out.contains("//"), "{path} -> {out}");
             }
             if depth < 4 {
                 for piece in pieces {

@@ -10,7 +10,10 @@
 //! - A cookie (RFC 6265 section 5.4): every `Cookie` field is read (HTTP/2
 //!   splits them), pairs split on `;`, the name compared exactly, a value
 //!   in double quotes unquoted. The same name twice with the same value is
-//!   one token; with different values the request is refused.
+//!   one token; with different values the request is refused. A pair that
+//!   some server reads as the token cookie where the gateway does not (see
+//!   [`reads_as_cookie`]) is refused too: the gateway would neither judge
+//!   that token nor take it out of `Cookie`.
 //!
 //! Every token must be an RFC 6750 b64token. The same token in two places
 //! is one token (a browser that sends the cookie and the header); two
@@ -96,9 +99,12 @@ fn header_token<'b>(head: &Head<'b, '_>, name: &str, prefix: &str) -> Result<Opt
 #[cfg(policy_sources)]
 fn cookie_token<'b>(head: &Head<'b, '_>, name: &str) -> Result<Option<&'b [u8]>, Rejection> {
     let mut found: Option<&'b [u8]> = None;
-    each_cookie(head, |cookie, value, _| {
+    each_cookie(head, |cookie, value, pair| {
         if cookie != name.as_bytes() {
-            return Ok(());
+            return match reads_as_cookie(pair, name) {
+                true => Err(Rejection::AmbiguousTokenCookie),
+                false => Ok(()),
+            };
         }
         if !request::is_b64token(value) {
             return Err(Rejection::MalformedTokenField);
@@ -112,6 +118,49 @@ fn cookie_token<'b>(head: &Head<'b, '_>, name: &str) -> Result<Option<&'b [u8]>,
         }
     })?;
     Ok(found)
+}
+
+/// True when some server reads the cookie `pair` (as written, split on
+/// `;`) as one named `name`: a piece of it split on `,` (RFC 2109's
+/// separator, which Java's and Python's parsers still accept) whose name,
+/// percent-decoded (PHP), with `.`, space and `[` read as `_` (PHP), and
+/// compared in any case (ASP.NET Core), is `name`.
+pub fn reads_as_cookie(pair: &[u8], name: &str) -> bool {
+    pair.split(|&b| b == b',').any(|piece| {
+        let piece = request::trim_ows(piece);
+        let cookie = piece.split(|&b| b == b'=').next().unwrap_or_default();
+        loose_name_eq(request::trim_ows(cookie), name.as_bytes())
+    })
+}
+
+/// `written` equals `name` once both are read loosely (see [`reads_as_cookie`]).
+fn loose_name_eq(written: &[u8], name: &[u8]) -> bool {
+    let fold = |b: u8| match b {
+        b'.' | b' ' | b'[' | b'+' => b'_',
+        other => other.to_ascii_lowercase(),
+    };
+    let (mut i, mut at) = (0, 0);
+    while let Some(&b) = written.get(i) {
+        let escaped = match written.get(i..i + 3) {
+            Some([b'%', hi, lo]) => hex_value(*hi).zip(hex_value(*lo)).map(|(hi, lo)| hi << 4 | lo),
+            _ => None,
+        };
+        i += if escaped.is_some() { 3 } else { 1 };
+        match name.get(at) {
+            Some(&expected) if fold(expected) == fold(escaped.unwrap_or(b)) => at += 1,
+            _ => return false,
+        }
+    }
+    at == name.len()
+}
+
+/// The value of a hex digit.
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' | b'A'..=b'F' => Some((b | 0x20) - b'a' + 10),
+        _ => None,
+    }
 }
 
 /// Calls `each` with every cookie pair of every `Cookie` field: its name,
@@ -174,7 +223,13 @@ mod tests {
         cookie: "Cookie: theme=dark; __Host-at=abc; x=1\r\n" => Ok("abc".into());
         cookie_quoted: "Cookie: __Host-at=\"abc\"\r\n" => Ok("abc".into());
         cookie_in_a_second_field: "Cookie: a=1\r\nCookie: __Host-at=abc\r\n" => Ok("abc".into());
-        cookie_name_is_case_sensitive: "Cookie: __host-at=abc\r\n" => Err(Rejection::MissingAuthorization);
+        cookie_name_in_another_case: "Cookie: __host-at=abc\r\n" => Err(Rejection::AmbiguousTokenCookie);
+        cookie_after_a_comma: "Cookie: a=1, __Host-at=abc\r\n" => Err(Rejection::AmbiguousTokenCookie);
+        cookie_after_a_comma_beside_a_bearer: "Authorization: Bearer abc\r\nCookie: a=1, __Host-at=xyz\r\n" => Err(Rejection::AmbiguousTokenCookie);
+        cookie_name_percent_encoded: "Cookie: __Host%2Dat=abc\r\n" => Err(Rejection::AmbiguousTokenCookie);
+        cookie_name_with_dots_for_underscores: "Cookie: ..Host-at=abc\r\n" => Err(Rejection::AmbiguousTokenCookie);
+        other_cookies_with_commas_pass: "Cookie: prefs=a,b; __Host-at=abc\r\n" => Ok("abc".into());
+        a_longer_name_is_another_cookie: "Cookie: __Host-atx=1, x__Host-at=2\r\n" => Err(Rejection::MissingAuthorization);
         cookie_twice_same_value: "Cookie: __Host-at=abc; __Host-at=abc\r\n" => Ok("abc".into());
         cookie_twice_other_value: "Cookie: __Host-at=abc; __Host-at=abd\r\n" => Err(Rejection::ConflictingTokens);
         cookie_not_a_token: "Cookie: __Host-at=a,b\r\n" => Err(Rejection::MalformedTokenField);

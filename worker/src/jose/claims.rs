@@ -18,8 +18,12 @@
 //!   and exponents allowed (`1800000600.5`, `1.8e9`), read exactly (no
 //!   floating point) and rounded toward safety: `exp` down, `nbf` up. A
 //!   negative value, or one past 2^64 - 1 seconds (`1e400`), is "malformed
-//!   claims"; `-0` is zero. Expired means `exp + leeway < now`; not yet
-//!   valid means `nbf > now + leeway`, the leeway being the issuer's.
+//!   claims"; `-0` is zero. The host's clock is floored to whole seconds
+//!   (`now`). Expired means `now >= exp + leeway` (RFC 7519 section 4.1.4:
+//!   the time must be before `exp`, so a token is refused from its `exp`
+//!   second on, as PyJWT does); not yet valid means `now + leeway < nbf`
+//!   (section 4.1.5: on or after `nbf` is valid), the leeway being the
+//!   issuer's.
 //! - `iss` selects the issuer: with one issuer it must equal its `iss` when
 //!   that is configured; with several it must equal one of theirs (the
 //!   token's `iss`, read before the signature as Envoy does, also chose the
@@ -60,6 +64,11 @@ const NAME_BUFFER: usize = if cfg!(policy_claims) { MAX_CLAIM_NAME } else { 3 };
 pub struct Verified<'c, 'a> {
     /// The route chosen by the token's audience.
     pub route: &'c Route<'c>,
+    /// The issuer whose key verified the token, and its index in
+    /// [`Config::issuers`].
+    pub issuer: (usize, &'c Issuer<'c>),
+    /// Whether its signature was verified now or found in the cache.
+    pub cache: contract::Cache,
     /// The token's subject, when it has one.
     pub subject: Option<&'a str>,
     /// The raw JSON values of the claims the policy reads.
@@ -393,12 +402,16 @@ fn exponent_value(exponent: &[u8]) -> i64 {
     sign * magnitude
 }
 
-/// The issuer the claims' `iss` selects.
-fn issuer<'c>(iss: Option<&str>, config: &Config<'c>) -> Result<&'c Issuer<'c>, Rejection> {
+/// The issuer the claims' `iss` selects, and its index.
+fn issuer<'c>(iss: Option<&str>, config: &Config<'c>) -> Result<(usize, &'c Issuer<'c>), Rejection> {
     match config.issuers {
-        [only] if only.iss.is_none() || only.iss == iss => Ok(only),
+        [only] if only.iss.is_none() || only.iss == iss => Ok((0, only)),
         #[cfg(policy_issuers)]
-        several => several.iter().find(|i| i.iss.is_some() && i.iss == iss).ok_or(Rejection::WrongIssuer),
+        several => several
+            .iter()
+            .enumerate()
+            .find(|(_, i)| i.iss.is_some() && i.iss == iss)
+            .ok_or(Rejection::WrongIssuer),
         #[cfg(not(policy_issuers))]
         _ => Err(Rejection::WrongIssuer),
     }
@@ -426,12 +439,15 @@ fn judge<'c, 'a>(
     config: &Config<'c>,
 ) -> Result<Verified<'c, 'a>, Rejection> {
     let exp = claims.exp.ok_or(Rejection::MissingExpiry)?;
-    let issuer = issuer(claims.iss, config)?;
-    if exp.saturating_add(issuer.leeway_secs) < now {
+    let (index, issuer) = issuer(claims.iss, config)?;
+    // RFC 7519 section 4.1.4: the current time must be before `exp`. `now`
+    // is the host's clock floored, so a token is refused from the second
+    // `exp + leeway` on, never a fraction of a second after it.
+    if now >= exp.saturating_add(issuer.leeway_secs) {
         return Err(Rejection::Expired);
     }
     if let Some(nbf) = claims.nbf
-        && nbf > now.saturating_add(issuer.leeway_secs)
+        && now.saturating_add(issuer.leeway_secs) < nbf
     {
         return Err(Rejection::NotYetValid);
     }
@@ -444,7 +460,13 @@ fn judge<'c, 'a>(
         return Err(Rejection::MissingAudience);
     }
     let route = route_for(claims, issuer).ok_or(Rejection::NoRoute)?;
-    Ok(Verified { route, subject, claims: claims.values })
+    Ok(Verified {
+        route,
+        issuer: (index, issuer),
+        cache: contract::Cache::None,
+        subject,
+        claims: claims.values,
+    })
 }
 
 /// True when `value` reaches the upstream as the same bytes in a header:

@@ -20,7 +20,7 @@ use core::fmt;
 
 use gateway_jose::jwks::{self, JwksError, MAX_KID_BYTES, Material};
 
-use crate::config::{Config, Issuer};
+use crate::config::{Config, Issuer, KeyFetch};
 use crate::keys::{TokenHeader, VerifyingKey, agree, pick};
 use crate::reject::Rejection;
 
@@ -213,8 +213,7 @@ impl FetchedKeys {
             agree(token, key)?;
             return Ok(*key);
         }
-        let installed_at = self.installed_at.get(index).copied().flatten();
-        if installed_at.is_none_or(|at| now.saturating_sub(at) > u64::from(fetch.max_stale_secs)) {
+        if !self.fresh(index, fetch, now) {
             return Err(Rejection::KeysUnavailable);
         }
         let slot = self.slots[..self.used]
@@ -224,6 +223,15 @@ impl FetchedKeys {
         let key = slot.verifying_key().ok_or(Rejection::UnknownKey)?;
         agree(token, &key)?;
         Ok(key)
+    }
+}
+
+impl FetchedKeys {
+    /// True when issuer `index`'s fetched keys were installed at most
+    /// `max_stale_secs` before `now`: only then do they verify anything.
+    pub fn fresh(&self, index: usize, fetch: &KeyFetch<'_>, now: u64) -> bool {
+        let installed_at = self.installed_at.get(index).copied().flatten();
+        installed_at.is_some_and(|at| now.saturating_sub(at) <= u64::from(fetch.max_stale_secs))
     }
 }
 
@@ -319,4 +327,4 @@ mod rsa {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -3,12 +3,20 @@
 //! lacks it is answered 403 `insufficient_scope` (RFC 6750 section 3.1),
 //! the rule's scopes in the challenge's `scope` attribute.
 //!
+//! - Issuers: a rule may accept the tokens of some issuers only (a
+//!   partner's provider never speaks for the main one's users); a token of
+//!   another issuer is 401 `invalid_token`, "issuer not accepted for this
+//!   path", before anything else is judged.
 //! - Scopes are read from every scope claim the config names (`scope` and
 //!   `scp` by default): a space-separated string (RFC 8693 section 4.2,
-//!   RFC 9068) or an array of strings (Okta's and Entra ID's `scp`). All of
-//!   `scopes_all` and, when listed, one of `scopes_any` must be among them.
-//! - Roles (or groups) are the strings of an array claim, or a string claim
-//!   as one role: all of `all` and one of `any`.
+//!   RFC 9068), split on spaces only, or an array of strings, each one scope
+//!   and never split (Okta's `scp`; some providers write `scope` so too).
+//!   All of `scopes_all` and, when listed, one of `scopes_any` must be
+//!   among them.
+//! - Roles (or groups) are the strings of an array claim (RFC 9068 section
+//!   2.2.3.1), or a string claim as one role, compared whole and never
+//!   split (`"admin ops"` is the role `admin ops`, not `admin`): all of
+//!   `all` and one of `any`.
 //! - Claim values: a string equals the decoded claim; an integer equals a
 //!   JSON number written as an integer; `true` and `false` equal themselves.
 //!   A claim of another type, or absent, does not match.
@@ -30,6 +38,12 @@ pub fn check(
     verified: &Verified<'_, '_>,
     policy: &Policy<'_>,
 ) -> Result<(), Rejection> {
+    #[cfg(policy_issuers)]
+    if !requirements.issuers.is_empty()
+        && !requirements.issuers.iter().any(|&i| usize::from(i) == verified.issuer.0)
+    {
+        return Err(Rejection::IssuerNotAllowed);
+    }
     #[cfg(policy_claims)]
     {
         let claims = &verified.claims;

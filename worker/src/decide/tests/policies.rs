@@ -29,10 +29,12 @@ const POLICY: Policy<'static> = Policy {
     claims: &["scope", "scp", "tenant", "email"],
     scope_claims: &[0, 1],
     claim_headers: &[
-        ClaimHeader { claim: 2, header: "x-gateway-tenant", percent_encode: false },
-        ClaimHeader { claim: 3, header: "x-user-email", percent_encode: true },
+        ClaimHeader { claim: 2, header: "x-gateway-tenant", percent_encode: false, value_type: None },
+        ClaimHeader { claim: 3, header: "x-user-email", percent_encode: true, value_type: None },
     ],
     payload_header: Some("x-gateway-claims"),
+    readings: crate::config::Readings::ALL,
+    rule_names: &["healthz", "admin", "v1-writes"],
 };
 
 fn config() -> Config<'static> {

@@ -80,8 +80,13 @@ crate::cases::cases! { upstream_of_text;
     lone_surrogate_in_sub: claims(r#","exp":1800000100,"aud":"orders","sub":"\udc00""#) => Err(Rejection::LoneSurrogate);
     lone_surrogate_in_iss: r#"{"iss":"\ud834","exp":1800000100,"aud":"orders"}"# => Err(Rejection::LoneSurrogate);
     lone_surrogate_in_other_member: claims(r#","exp":1800000100,"aud":"orders","x":"\ud800""#) => Ok(("http://o", None));
-    exp_fraction_rounds_down: claims(r#","exp":1799999970.9,"aud":"orders""#) => Ok(("http://o", None));
-    exp_fraction_rounds_down_to_expired: claims(r#","exp":1799999969.9,"aud":"orders""#) => Err(Rejection::Expired);
+    exp_fraction_rounds_down: claims(r#","exp":1799999971.9,"aud":"orders""#) => Ok(("http://o", None));
+    exp_fraction_rounds_down_to_expired: claims(r#","exp":1799999970.9,"aud":"orders""#) => Err(Rejection::Expired);
+    // RFC 7519 section 4.1.4: valid only before exp (+ leeway), so at the
+    // second exp + leeway it is expired; nbf is valid from its second on.
+    exp_plus_leeway_is_now: claims(r#","exp":1799999970,"aud":"orders""#) => Err(Rejection::Expired);
+    exp_plus_leeway_a_second_ahead: claims(r#","exp":1799999971,"aud":"orders""#) => Ok(("http://o", None));
+    nbf_minus_leeway_is_now: claims(r#","exp":1800000100,"nbf":1800000030,"aud":"orders""#) => Ok(("http://o", None));
     exp_exponent: claims(r#","exp":1.8000001e9,"aud":"orders""#) => Ok(("http://o", None));
     exp_exponent_exactly_now: claims(r#","exp":1.8e9,"aud":"orders""#) => Ok(("http://o", None));
     exp_exponent_upper_signed: claims(r#","exp":18000001E+2,"aud":"orders""#) => Ok(("http://o", None));
@@ -130,13 +135,16 @@ fn no_issuer_configured_accepts_any_iss() {
 #[test]
 fn clock_past_2038_and_near_u64_max_never_overflows() {
     let json = br#"{"iss":"https://issuer.example","exp":18446744073709551615,"aud":"orders"}"#;
-    assert!(checked(json, u64::MAX, &CONFIG).is_ok());
+    assert!(checked(json, u64::MAX - 1, &CONFIG).is_ok());
+    assert_eq!(checked(json, u64::MAX, &CONFIG).map(|_| ()), Err(Rejection::Expired));
     let json =
         br#"{"iss":"https://issuer.example","exp":2200000000,"nbf":18446744073709551615,"aud":"orders"}"#;
     assert_eq!(checked(json, 2_147_483_648, &CONFIG).map(|_| ()), Err(Rejection::NotYetValid));
     let json = br#"{"iss":"https://issuer.example","exp":2200000000,"aud":"orders"}"#;
     assert!(checked(json, 2_147_483_648, &CONFIG).is_ok(), "a 2038+ clock");
     assert_eq!(checked(json, 2_200_000_031, &CONFIG).map(|_| ()), Err(Rejection::Expired));
+    assert_eq!(checked(json, 2_200_000_030, &CONFIG).map(|_| ()), Err(Rejection::Expired));
+    assert!(checked(json, 2_200_000_029, &CONFIG).is_ok());
 }
 
 /// Two issuers with the same kid: the token's `iss` picks the issuer, its

@@ -5,7 +5,8 @@ use crate::config::{KeyFetch, Policy, Route, SourceKind};
 use crate::keys::{Alg, HmacKey, Hs256Key};
 
 const NOW: u64 = 1_800_000_000;
-const FETCH: KeyFetch<'static> = KeyFetch {
+/// A JWKS source (the decide tests fetch from it too).
+pub(crate) const FETCH: KeyFetch<'static> = KeyFetch {
     kind: SourceKind::Jwks,
     url: "http://127.0.0.1:9/jwks",
     refresh_secs: 600,

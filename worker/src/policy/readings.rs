@@ -1,0 +1,202 @@
+//! Readings: how the servers behind the gateway may read a request, so that
+//! a rule holds for every one of them, not only for a server that reads
+//! the path and method exactly as the gateway does.
+//!
+//! The target phase already forwards the one reading every server agrees
+//! on where it can (dot segments removed, empty segments merged, unreserved
+//! escapes decoded, double encodings and lower-case methods refused). What
+//! is left differs by server, and an attacker picks the reading that dodges
+//! a rule:
+//!
+//! | reading | servers | example |
+//! |---|---|---|
+//! | `;` parameters stripped, then empty segments merged | Tomcat, Jetty, Spring | `/admin;x/users`, `/;x/internal` |
+//! | paths in any letter case | Express, ASP.NET Core | `/ADMIN/users` |
+//! | a trailing slash ignored | Express, ASP.NET Core, Spring MVC before 6 | `/account/export/` |
+//! | a `.ext` suffix ignored | Spring MVC's suffix patterns | `/account/export.csv` |
+//! | `HEAD` answered by the `GET` handler | Flask, Express, Spring, Go | `HEAD /admin` |
+//! | a method-override header, `_method` in the query | Express `method-override`, ASP.NET Core, Laravel, Symfony | `X-HTTP-Method-Override: DELETE` |
+//!
+//! The request is judged by the rule its own reading meets; every other
+//! reading must meet that same rule, or the request is refused (400), so no
+//! server behind the gateway serves it under a rule it did not pass. The
+//! readings a config expects are in [`Readings`] (all of them unless the
+//! config says an upstream never reads a request that way). A `_method` in
+//! a form body is out of the gateway's sight: the build refuses rules that
+//! it could dodge (`config/src/policy/order.rs`).
+//!
+//! Readings that only widen what a rule matches (case, trailing slash,
+//! suffix) are tried together: matching with all of them at once finds the
+//! earliest rule any of their combinations meets, so when that is the
+//! request's own rule, so is every combination's. Readings that replace the
+//! path or the method (parameters stripped, another method) are tried one
+//! by one.
+
+use crate::arena::Arena;
+use crate::config::{PathMatch, Readings, Rule};
+use crate::http::forward::canonical_eq;
+use crate::http::has_byte;
+use crate::http::request::{Head, trim_ows};
+use crate::reject::Rejection;
+
+/// Method-override fields, as frameworks name them (compared with `_` as `-`).
+const OVERRIDE_FIELDS: [&[u8]; 3] = [b"x-http-method-override", b"x-http-method", b"x-method-override"];
+
+/// How a rule's path is compared with a request's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Widening {
+    /// Letters in any case.
+    any_case: bool,
+    /// One trailing slash, on the path or the rule, ignored.
+    trailing_slash: bool,
+    /// A `.ext` at the end of the path's last segment ignored, where the
+    /// rule's last segment has no `.` (Spring's suffix patterns).
+    suffix: bool,
+}
+
+/// Exactly as the rule is written.
+const EXACT: Widening = Widening { any_case: false, trailing_slash: false, suffix: false };
+
+/// The index of the first rule for `method` and the normalized `path`, and
+/// checks that every reading of the request meets that same rule.
+pub fn first_rule(
+    rules: &[Rule<'_>],
+    readings: &Readings,
+    head: &Head<'_, '_>,
+    path: &[u8],
+    arena: &mut Arena<'_>,
+) -> Result<Option<usize>, Rejection> {
+    let method = head.method.as_bytes();
+    let own = first(rules, method, path, EXACT);
+    let widening = Widening {
+        any_case: readings.any_case,
+        trailing_slash: readings.trailing_slash,
+        suffix: readings.suffix,
+    };
+    let stripped = match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
+        true => Some(strip_parameters(path, arena)?),
+        false => None,
+    };
+    let mut differs = |method: &[u8]| {
+        first(rules, method, path, widening) != own
+            || stripped.is_some_and(|stripped| first(rules, method, stripped, widening) != own)
+    };
+    if differs(method) {
+        return Err(Rejection::PathReadsAnotherRule);
+    }
+    // Servers answer HEAD with the GET handler.
+    let mut overridden = head.method == "HEAD" && differs(b"GET");
+    if readings.method_override {
+        overridden |= any_override(head, &mut differs);
+    }
+    match overridden {
+        true => Err(Rejection::MethodReadsAnotherRule),
+        false => Ok(own),
+    }
+}
+
+/// The first rule whose methods hold `method` and whose path matches
+/// `path` under `widening`. Methods compare in any case: a request's own is
+/// upper case (the target phase refuses another), and frameworks upper-case
+/// an override's value.
+fn first(rules: &[Rule<'_>], method: &[u8], path: &[u8], widening: Widening) -> Option<usize> {
+    rules.iter().position(|rule| {
+        (rule.methods.is_empty() || rule.methods.iter().any(|m| m.as_bytes().eq_ignore_ascii_case(method)))
+            && path_matches(rule.path, path, widening)
+    })
+}
+
+/// True when `rule` matches `path` under `widening`. A prefix matches on a
+/// segment boundary: `/admin` matches `/admin`, `/admin/` and `/admin/x`.
+fn path_matches(rule: PathMatch<'_>, path: &[u8], widening: Widening) -> bool {
+    let (mut text, prefix) = match rule {
+        PathMatch::Exact(exact) => (exact.as_bytes(), false),
+        PathMatch::Prefix(prefix) => (prefix.strip_suffix('/').unwrap_or(prefix).as_bytes(), true),
+    };
+    if widening.trailing_slash && !prefix && text.len() > 1 {
+        text = text.strip_suffix(b"/").unwrap_or(text);
+    }
+    let Some(start) = path.get(..text.len()) else { return false };
+    let same = match widening.any_case {
+        true => start.eq_ignore_ascii_case(text),
+        false => start == text,
+    };
+    if !same {
+        return false;
+    }
+    let rule_segment = &text[text.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..];
+    match &path[text.len()..] {
+        [] => true,
+        [b'/', ..] if prefix => true,
+        b"/" => widening.trailing_slash,
+        [b'.', extension @ ..] => {
+            let extension = match widening.trailing_slash {
+                true => extension.strip_suffix(b"/").unwrap_or(extension),
+                false => extension,
+            };
+            widening.suffix && !has_byte(rule_segment, b'.') && !has_byte(extension, b'/')
+        }
+        _ => false,
+    }
+}
+
+/// True when `differs` for a method an override names: the values of the
+/// override fields (each comma-separated item), and `_method` in the query
+/// (raw, or with its `_` encoded).
+#[inline(never)]
+fn any_override(head: &Head<'_, '_>, differs: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+    for field in head.fields {
+        if is_override_field(field.name.as_bytes())
+            && field.value.split(|&b| b == b',').any(|m| differs(trim_ows(m)))
+        {
+            return true;
+        }
+    }
+    let Some(at) = head.target.iter().position(|&b| b == b'?') else { return false };
+    head.target[at + 1..].split(|&b| b == b'&' || b == b';').any(|pair| {
+        let Some(equals) = pair.iter().position(|&b| b == b'=') else { return false };
+        let (name, value) = pair.split_at(equals);
+        let Some((underscore, rest)) = name.len().checked_sub(6).map(|at| name.split_at(at)) else {
+            return false;
+        };
+        rest == b"method" && matches!(underscore, b"_" | b"%5F" | b"%5f") && differs(&value[1..])
+    })
+}
+
+/// True when `name` is a method-override field's, compared lower-cased
+/// with `_` read as `-`.
+#[inline(never)]
+fn is_override_field(name: &[u8]) -> bool {
+    OVERRIDE_FIELDS.iter().any(|known| canonical_eq(name, known))
+}
+
+/// True when `;` parameters start at `at` in the normalized `path`: a raw
+/// `;`, or `%3B`, which a server that decodes before it strips parameters
+/// reads as `;` (the normalized path writes hex digits in upper case, and a
+/// double encoding, `%253B`, never gets this far).
+pub fn parameters_start(path: &[u8], at: usize) -> bool {
+    matches!(path.get(at..).unwrap_or_default(), [b';', ..] | [b'%', b'3', b'B', ..])
+}
+
+/// `path` as a server that strips `;` parameters reads it: each segment's
+/// parameters (raw or encoded) left out up to the next `/`, and then the
+/// empty segments that leaves merged (`/;x/internal` is `/internal`).
+#[inline(never)]
+fn strip_parameters<'a>(path: &[u8], arena: &mut Arena<'a>) -> Result<&'a [u8], Rejection> {
+    let out = arena.alloc(path.len())?;
+    let mut len = 0;
+    let mut in_parameters = false;
+    for (at, &b) in path.iter().enumerate() {
+        in_parameters = b != b'/' && (in_parameters || parameters_start(path, at));
+        let empty_segment = b == b'/' && len > 0 && out[len - 1] == b'/';
+        if !in_parameters && !empty_segment {
+            out[len] = b;
+            len += 1;
+        }
+    }
+    let stripped: &'a [u8] = out;
+    Ok(&stripped[..len])
+}
+
+#[cfg(test)]
+mod tests;
