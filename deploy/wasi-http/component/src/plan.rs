@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn the_plan_drops_then_sets_then_edits_the_response() {
         let plan = forward(
-            "http://10.0.0.5\n/orders-svc/items?x=1\n-authorization\n-x_gateway_subject\n\
+            "http://10.0.0.5\n/orders-svc/items?x=1\n#00ffff000000 m\n-authorization\n-x_gateway_subject\n\
              +x-gateway-subject:alice\n+x-forwarded-for:unknown\n!access-control-allow-origin\n>vary:Origin",
         );
         let client = fields(&[
