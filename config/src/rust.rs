@@ -177,7 +177,7 @@ fn policy_rust(config: &GatewayConfig) -> String {
     let r = &policy.readings;
     let rule_names: Vec<String> = policy.rules.iter().map(|rule| rule.name.clone()).collect();
     format!(
-        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {} }}, rule_names: {} }}",
+        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {} }}",
         rules.join(", "),
         sources.join(", "),
         strs(&policy.claims),
@@ -189,6 +189,11 @@ fn policy_rust(config: &GatewayConfig) -> String {
         r.suffix,
         r.path_parameters,
         r.method_override,
+        policy.rules.iter().any(|rule| rule.path.text().bytes().any(|b| b.is_ascii_uppercase())),
+        policy
+            .rules
+            .iter()
+            .any(|rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/'))),
         strs(&rule_names)
     )
 }

@@ -235,6 +235,13 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
             suffix: r.suffix,
             path_parameters: r.path_parameters,
             method_override: r.method_override,
+            rules_have_upper_case: policy
+                .rules
+                .iter()
+                .any(|rule| rule.path.text().bytes().any(|b| b.is_ascii_uppercase())),
+            exact_rules_end_with_slash: policy.rules.iter().any(
+                |rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/')),
+            ),
         },
     }
 }

@@ -103,10 +103,14 @@ impl Instance {
     pub fn labels(&mut self, config: &Config<'_>) -> u32 {
         use contract::outcome::LabelName;
         let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
-        let rules = config.policy.rule_names.iter().map(|name| LabelName::Rule(name));
-        let issuers = config.issuers.iter().map(|issuer| LabelName::Issuer(issuer.iss.unwrap_or("-")));
-        let written =
-            rules.chain(issuers).enumerate().try_for_each(|(i, name)| out.label_name(i == 0, &name));
+        let mut written = Ok(());
+        for name in config.policy.rule_names {
+            written = written.and_then(|()| out.label_name(out.written() == 0, &LabelName::Rule(name)));
+        }
+        for issuer in config.issuers {
+            let name = LabelName::Issuer(issuer.iss.unwrap_or("-"));
+            written = written.and_then(|()| out.label_name(out.written() == 0, &name));
+        }
         self.output_len = if written.is_ok() { out.written() } else { 0 };
         self.output_len as u32
     }

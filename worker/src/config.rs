@@ -138,6 +138,14 @@ pub struct Readings {
     /// A method-override header or `_method` honoured (Express
     /// `method-override`, ASP.NET Core, Laravel, Symfony, Rails).
     pub method_override: bool,
+    /// Whether some rule's path has an upper-case letter (the build works
+    /// it out): otherwise a path without one reads as no other rule in
+    /// another case, and the request path skips that reading.
+    pub rules_have_upper_case: bool,
+    /// Whether some exact rule's path ends with `/` (the build works it
+    /// out): otherwise only a path ending with `/` reads as another rule
+    /// without it.
+    pub exact_rules_end_with_slash: bool,
 }
 
 impl Readings {
@@ -148,6 +156,8 @@ impl Readings {
         suffix: true,
         path_parameters: true,
         method_override: true,
+        rules_have_upper_case: true,
+        exact_rules_end_with_slash: true,
     };
 }
 

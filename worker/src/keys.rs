@@ -168,7 +168,7 @@ pub fn agree(header: &TokenHeader<'_>, key: &VerifyingKey<'_>) -> Result<(), Rej
 mod fetched;
 
 /// The JWKS source the tests of fetched keys use.
-#[cfg(test)]
+#[cfg(all(test, runtime_keys))]
 pub(crate) use fetched::tests::FETCH as TEST_FETCH;
 #[cfg(runtime_keys)]
 pub use fetched::{DOCUMENT_CAPACITY, FetchedKeys, InstallError};

@@ -129,14 +129,15 @@ fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
 /// Writes the normalized `path` (empty or starting with `/`).
 fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
     let mut ends_in_directory = false;
-    // The first piece is the empty text before the leading '/'.
-    let mut segments = path.split(|&b| b == b'/').skip(1);
-    let mut next = segments.next();
-    while let Some(segment) = next {
-        next = segments.next();
+    // Each segment is what follows a '/' up to the next one.
+    let mut rest = path;
+    while let [b'/', after @ ..] = rest {
+        let end = after.iter().position(|&b| b == b'/').unwrap_or(after.len());
+        let segment = &after[..end];
+        rest = &after[end..];
         // Empty segments merge (`//a` is `/a`), as nginx, Tomcat and Go
         // read them; a last one is the trailing slash.
-        if segment.is_empty() && next.is_some() {
+        if segment.is_empty() && !rest.is_empty() {
             continue;
         }
         let start = out.len;

@@ -68,17 +68,27 @@ pub fn first_rule(
 ) -> Result<Option<usize>, Rejection> {
     let method = head.method.as_bytes();
     let own = first(rules, method, path, EXACT);
+    // Only the readings this path (or these rules) can make another:
+    // letters in any case where there is an upper-case letter, a trailing
+    // slash where one ends the path or an exact rule, a suffix where the
+    // last segment has a dot. Most paths need none, and skip that pass.
+    let last_segment = &path[path.iter().rposition(|&b| b == b'/').unwrap_or(0)..];
     let widening = Widening {
-        any_case: readings.any_case,
-        trailing_slash: readings.trailing_slash,
-        suffix: readings.suffix,
+        any_case: readings.any_case
+            && (readings.rules_have_upper_case || path.iter().any(u8::is_ascii_uppercase)),
+        trailing_slash: readings.trailing_slash
+            && (readings.exact_rules_end_with_slash || (path.len() > 1 && path.last() == Some(&b'/'))),
+        suffix: readings.suffix && has_byte(last_segment, b'.'),
     };
     let stripped = match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
         true => Some(strip_parameters(path, arena)?),
         false => None,
     };
+    // The request's own method read exactly is `own` itself.
+    let own_method = method;
     let mut differs = |method: &[u8]| {
-        first(rules, method, path, widening) != own
+        let another = method != own_method || widening != EXACT;
+        (another && first(rules, method, path, widening) != own)
             || stripped.is_some_and(|stripped| first(rules, method, stripped, widening) != own)
     };
     if differs(method) {

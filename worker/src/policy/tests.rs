@@ -157,3 +157,26 @@ fn no_rules_need_a_token() {
     let got = access(&Policy::NONE, &head, b"/healthz", &mut Arena::new(&mut region));
     assert!(matches!(got, Ok((Access::Token(r), None)) if r.scopes_all.is_empty()));
 }
+
+/// With what the build works out of these rules (no upper-case letter, no
+/// exact rule ending with `/`), a path that needs no widened reading skips
+/// it, and one that does still gets it.
+#[test]
+fn the_rules_facts_skip_only_readings_that_cannot_differ() {
+    let facts = Readings { rules_have_upper_case: false, exact_rules_end_with_slash: false, ..Readings::ALL };
+    for (path, expected) in [
+        ("/admin/users", "deny 404"),
+        ("/ADMIN/users", "PathReadsAnotherRule"),
+        ("/account/export/", "PathReadsAnotherRule"),
+        ("/account/export.csv", "PathReadsAnotherRule"),
+        ("/Orders/7", "public 1"),
+        ("/docs/a.b", "public 1"),
+    ] {
+        assert_eq!(judged("GET", path, "", facts), expected, "{path}");
+    }
+    assert_eq!(judged("HEAD", "/account/export", "", facts), "deny 403");
+    assert_eq!(
+        judged("GET", "/orders/7", "X-HTTP-Method-Override: DELETE\r\n", facts),
+        "MethodReadsAnotherRule"
+    );
+}
