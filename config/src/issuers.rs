@@ -27,12 +27,14 @@ pub(crate) struct Forms {
     pub issuers: Vec<RawIssuer>,
 }
 
-/// The issuers, validated, with their keys read.
+/// The issuers, validated, with their keys read; the keys a JWKS file
+/// holds that the gateway skips add their lines to `warnings`.
 pub(crate) fn read(
     forms: Forms,
     routes: &[RouteConfig],
     base: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<IssuerConfig>, ConfigErrorKind> {
     if forms.leeway_secs > MAX_LEEWAY_SECS {
         return Err(ConfigErrorKind::LeewayTooLarge(forms.leeway_secs));
@@ -109,7 +111,7 @@ pub(crate) fn read(
             audiences: raw.audiences,
             fetch,
         };
-        read_keys(&prefix, raw.keys, &mut issuer, base, env)?;
+        read_keys(&prefix, raw.keys, &mut issuer, base, env, warnings)?;
         issuers.push(issuer);
     }
     Ok(issuers)
@@ -132,6 +134,7 @@ fn read_keys(
     issuer: &mut IssuerConfig,
     base: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), ConfigErrorKind> {
     let mut kids = BTreeSet::new();
     for (i, key) in raw.into_iter().enumerate() {
@@ -144,7 +147,7 @@ fn read_keys(
             }
         };
         if key.jwks.is_some() || key.pem.is_some() {
-            for public in keys::read_public_keys(&entry, key, base)? {
+            for public in keys::read_public_keys(&entry, key, base, warnings)? {
                 new_kid(&public.kid)?;
                 issuer.public_keys.push(public);
             }

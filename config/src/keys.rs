@@ -8,11 +8,14 @@ use crate::raw::{KeyEncoding, RawKey};
 use crate::text::decode_base64url;
 use crate::{KeyConfig, KeySource, MIN_KEY_BYTES, PublicKeyConfig, public_keys};
 
-/// Reads a `jwks` or `pem` entry: its keys, validated.
+/// Reads a `jwks` or `pem` entry: its keys, validated. Each key a JWKS
+/// file holds that the gateway does not verify with adds a line to
+/// `warnings`, naming the entry and the file.
 pub(crate) fn read_public_keys(
     entry: &str,
     key: RawKey,
     base: &Path,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<PublicKeyConfig>, ConfigErrorKind> {
     let only_source =
         key.env.is_none() && key.file.is_none() && key.demo.is_none() && key.encoding == KeyEncoding::Utf8;
@@ -26,11 +29,17 @@ pub(crate) fn read_public_keys(
     let refuse =
         |why: String| ConfigErrorKind::PublicKey { entry: entry.to_owned(), path: path.clone(), why };
     match kid {
-        None => Ok(public_keys::read_jwks(&text)
-            .map_err(refuse)?
-            .into_iter()
-            .map(|(kid, key)| PublicKeyConfig { kid, key, file: path.clone() })
-            .collect()),
+        None => {
+            let read = public_keys::read_jwks(&text).map_err(refuse)?;
+            for skipped in read.skipped {
+                warnings.push(format!("{entry}: {}: skipped {skipped}", path.display()));
+            }
+            Ok(read
+                .keys
+                .into_iter()
+                .map(|(kid, key)| PublicKeyConfig { kid, key, file: path.clone() })
+                .collect())
+        }
         Some(kid) => {
             let public =
                 public_keys::read_pem(&text).map_err(|why| refuse(format!("(kid {kid:?}) {why}")))?;

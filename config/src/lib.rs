@@ -250,6 +250,7 @@ pub fn parse(
     }
     let routes = read_routes(raw.routes).map_err(fail)?;
     let base = origin.parent().unwrap_or(Path::new("."));
+    let mut key_warnings = Vec::new();
     let issuers = issuers::read(
         issuers::Forms {
             issuer: raw.issuer,
@@ -261,6 +262,7 @@ pub fn parse(
         &routes,
         base,
         env,
+        &mut key_warnings,
     )
     .map_err(fail)?;
     let policy_input = policy::Input {
@@ -273,7 +275,8 @@ pub fn parse(
         upstreams: raw.upstreams,
     };
     let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
-    let (policy, warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
+    let (policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
+    let warnings = key_warnings.into_iter().chain(policy_warnings).collect();
     Ok(GatewayConfig {
         realm: raw.realm,
         trusted_proxy_hops: raw.trusted_proxy_hops,

@@ -5,15 +5,19 @@
 //!
 //! Every key is parsed and validated here, at build time, and handed to the
 //! worker in the form it computes with (an RSA modulus and exponent, a P-256
-//! point, an Ed25519 point): the module never parses a key. A key is refused
-//! in one line naming the file and the key when it is not one the gateway
-//! can trust: RSA below 2048 bits or above 4096, an even or tiny exponent,
-//! an EC curve other than P-256, a point not on its curve, an Ed25519 key of
-//! small order, `kty`, `crv`, `alg` and `use` that disagree, or a missing
-//! kid. JWKS entries whose `use` is `enc` are encryption keys and are
-//! skipped; but a document in which any key, skipped or not, carries a
+//! point, an Ed25519 point): the module never parses a key. A JWKS file is
+//! read by the module's own validator ([`gateway_jose::jwks`]), with the
+//! same three verdicts a fetched document gets: a key the gateway verifies
+//! with is read, and refused in one line naming the file and the key when it
+//! is not one the gateway can trust (RSA below 2048 bits or above 4096, an
+//! even or tiny exponent, a point not on its curve, an Ed25519 key of small
+//! order, an `alg` of the gateway's for another key type, a missing kid); a
+//! key that is not for signatures, or for a signature the gateway does not
+//! verify (an encryption key, P-384, PS256, ...), is skipped, and the build
+//! warns, naming it; a document in which any key, skipped or not, carries a
 //! private member of RFC 7518 section 6 (`d`, `p`, `q`, `dp`, `dq`, `qi`,
-//! `oth`, or a secret's `k`) is refused whole: it leaked a private key.
+//! `oth`, or a secret's `k`) is refused whole: it leaked a private key. A
+//! PEM file holds one key, which must be one the gateway verifies.
 
 use std::path::Path;
 
@@ -97,20 +101,35 @@ impl PublicKey {
     }
 }
 
+/// A JWKS document's keys, as the build reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JwksKeys {
+    /// Each signing key with its kid, in document order.
+    pub keys: Vec<(String, PublicKey)>,
+    /// Each key skipped, and why, in one line (`key 3 (kid "p384"): curve
+    /// "P-384" is not verified by this gateway`): the build's warnings.
+    pub skipped: Vec<String>,
+}
+
 /// Reads a JWKS document with the gateway's one validator
-/// ([`gateway_jose::jwks`], which the module runs on fetched documents too):
-/// each signing key with its kid, in document order. `Err` is the reason,
-/// to be prefixed with the entry and the file.
-pub fn read_jwks(text: &str) -> Result<Vec<(String, PublicKey)>, String> {
+/// ([`gateway_jose::jwks`], which the module runs on fetched documents too).
+/// Every algorithm counts as verified here: a key of one the worker is
+/// built without is refused later, naming the feature
+/// ([`crate::GatewayConfig::check_algorithms`]). `Err` is the reason, to be
+/// prefixed with the entry and the file.
+pub fn read_jwks(text: &str) -> Result<JwksKeys, String> {
     const EVERY_ALGORITHM: [jwks::Alg; 3] = [jwks::Alg::Rs256, jwks::Alg::Es256, jwks::Alg::EdDsa];
-    let limits = jwks::Limits { max_keys: MAX_JWKS_KEYS, built: &EVERY_ALGORITHM, skip_unbuilt: false };
-    let mut keys = Vec::new();
-    jwks::read(text.as_bytes(), &limits, |jwk| {
-        keys.push((jwk.kid.to_owned(), PublicKey::from(jwk.material)));
+    let limits = jwks::Limits { max_keys: MAX_JWKS_KEYS, built: &EVERY_ALGORITHM };
+    let mut read = JwksKeys { keys: Vec::new(), skipped: Vec::new() };
+    jwks::read(text.as_bytes(), &limits, |entry| {
+        match entry {
+            jwks::Entry::Key(jwk) => read.keys.push((jwk.kid.to_owned(), PublicKey::from(jwk.material))),
+            jwks::Entry::Skipped(skip) => read.skipped.push(skip.to_string()),
+        }
         Ok(())
     })
     .map_err(|e| e.to_string())?;
-    Ok(keys)
+    Ok(read)
 }
 
 impl From<Material<'_>> for PublicKey {
@@ -291,8 +310,12 @@ mod tests {
 
     #[test]
     fn refuses_curves_other_than_p256() {
+        // A JWKS skips a P-384 key (and the build warns); one with no other key has none to verify with.
         let line = refusal("jwks = \"p384-jwks.json\"", &data(""));
-        assert!(line.contains("(kid \"p384\") is on curve \"P-384\"; ES256 is P-256 only"), "{line}");
+        assert!(
+            line.ends_with("p384-jwks.json: holds no signing key this gateway verifies (1 skipped; key 0: curve \"P-384\" is not verified by this gateway)"),
+            "{line}"
+        );
         let line = refusal("kid = \"p\"\npem = \"p384.pub.pem\"", &data(""));
         assert!(line.contains("is on curve 1.3.132.0.34"), "{line}");
     }
@@ -354,17 +377,15 @@ mod tests {
     fn refuses_inconsistent_or_incomplete_jwks_entries() {
         let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
         let cases = [
-            (format!(r#"{{"kty":"RSA","kid":"k","alg":"HS256","n":"{n}","e":"AQAB"}}"#), "has alg \"HS256\", but the key is for RS256"),
             (format!(r#"{{"kty":"RSA","kid":"k","alg":"ES256","n":"{n}","e":"AQAB"}}"#), "but the key is for RS256"),
             (format!(r#"{{"kty":"RSA","n":"{n}","e":"AQAB"}}"#), "key 0 has no kid"),
-            (format!(r#"{{"kty":"RSA","kid":"k","use":"other","n":"{n}","e":"AQAB"}}"#), "has use \"other\""),
+            (format!(r#"{{"kty":"RSA","kid":"k","use":"sig","key_ops":["encrypt"],"n":"{n}","e":"AQAB"}}"#), "has use \"sig\" and key_ops that disagree"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQAB","d":"AQAB"}}"#), "the document leaked a private key"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AwA"}}"#), "it must be odd"),
             (format!(r#"{{"kty":"RSA","kid":"k","n":"{n}","e":"AQ"}}"#), "it must be odd and at least 3"),
             (r#"{"kty":"oct","kid":"k","k":"c2VjcmV0"}"#.to_owned(), "the document leaked a private key"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"AA","y":"AA"}"#.to_owned(), "not 32 bytes"),
             (r#"{"kty":"EC","kid":"k","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}"#.to_owned(), "is not a point on P-256"),
-            (r#"{"kty":"OKP","kid":"k","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#.to_owned(), "is on curve \"X25519\""),
             // The identity point: of small order, it verifies forgeries.
             (r#"{"kty":"OKP","kid":"k","crv":"Ed25519","x":"AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}"#.to_owned(), "of small order"),
             (r#"{"kid":"k"}"#.to_owned(), "has no kty"),
@@ -374,7 +395,38 @@ mod tests {
             assert!(why.contains(expected), "{jwk}: {why}");
         }
         assert!(read_jwks(r#"{"keys":[]}"#).expect_err("empty").contains("holds no signing key"));
-        assert!(read_jwks("not json").expect_err("text").contains("is not a JWKS document"));
+        assert_eq!(
+            read_jwks("not json").expect_err("text"),
+            "is not a JWKS document: not strict JSON at byte 0"
+        );
+    }
+
+    #[test]
+    fn keys_the_gateway_does_not_verify_are_skipped_with_a_warning_naming_each() {
+        let n = "ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEzP1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63kpaSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9kG4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ";
+        let document = format!(
+            r#"{{"keys":[{{"kty":"RSA","kid":"a","n":"{n}","e":"AQAB"}},{{"kty":"RSA","kid":"ps","alg":"PS256","n":"{n}","e":"AQAB"}},{{"kty":"OKP","kid":"x","crv":"X25519","x":"AA"}},{{"kty":"RSA","kid":"enc","key_ops":["encrypt"],"n":"{n}","e":"AQAB"}}]}}"#
+        );
+        let read = read_jwks(&document).expect("one key to verify with");
+        assert_eq!(read.keys.iter().map(|(kid, _)| kid.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            read.skipped,
+            [
+                r#"key 1 (kid "ps"): alg "PS256" is not verified by this gateway"#,
+                r#"key 2 (kid "x"): curve "X25519" is not verified by this gateway"#,
+                r#"key 3 (kid "enc"): key_ops does not include "verify""#,
+            ]
+        );
+        // The build's warning names the entry and the file.
+        let config = config_with("jwks = \"idp-jwks.json\"", &fixture_keys()).expect("valid");
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+        assert!(
+            config.warnings[0].starts_with("keys[0]: ")
+                && config.warnings[0]
+                    .ends_with(r#"idp-jwks.json: skipped key 3 (kid "enc-skipped"): use "enc" is not "sig""#),
+            "{}",
+            config.warnings[0]
+        );
     }
 
     #[test]

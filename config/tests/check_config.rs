@@ -1,7 +1,7 @@
 //! `check-config` as `make worker` runs it: a JWKS document that carries
 //! private key material is refused in one line, whichever key carries it
 //! (an encryption key the build skips included), and the same document
-//! without it passes.
+//! without it passes, with a warning naming each key it skips.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,4 +55,24 @@ fn a_jwks_with_the_private_half_of_a_key_is_refused() {
     }
     let (ok, stdout, stderr) = check("public", &format!(r#"{{"keys":[{}]}}"#, rsa_jwk("rsa-a2", "sig", "")));
     assert!(ok && stdout.contains("1 key(s)"), "{stdout}{stderr}");
+    assert!(!stdout.contains("warning"), "{stdout}");
+}
+
+#[test]
+fn a_key_the_gateway_does_not_verify_is_skipped_with_a_warning() {
+    let document = format!(
+        r#"{{"keys":[{},{}]}}"#,
+        rsa_jwk("rsa-a2", "sig", ""),
+        rsa_jwk("ps", "sig", r#","alg":"PS256""#)
+    );
+    let (ok, stdout, stderr) = check("skipped", &document);
+    assert!(ok && stdout.contains("1 key(s)"), "{stdout}{stderr}");
+    let warning = stdout.lines().find(|line| line.starts_with("config: warning: ")).expect("a warning");
+    assert!(
+        warning.starts_with("config: warning: keys[0]: ")
+            && warning.ends_with(
+                r#"idp.json: skipped key 1 (kid "ps"): alg "PS256" is not verified by this gateway"#
+            ),
+        "{warning}"
+    );
 }

@@ -2,8 +2,9 @@
 //! fetched at run time"): one line per issuer whose keys are fetched,
 //! `<issuer> <kind> <url> <refresh_secs> <refetch_secs> <timeout_ms>
 //! <max_stale_secs>`. The module writes it from its config; every host reads
-//! it with [`decode`] and fetches on its schedule, so no host keeps a
-//! setting of its own.
+//! it with [`decode`] to learn which issuers to ask the module about
+//! ([`crate::key_schedule`]) and how long one fetch may take, so no host
+//! keeps a setting of its own.
 
 use crate::encode::{Encoder, Full};
 
@@ -13,7 +14,7 @@ pub enum SourceKind {
     /// The JWKS document itself.
     Jwks,
     /// The issuer's OpenID discovery document, whose `jwks_uri` names the
-    /// JWKS document (the module reads it: `discovered`).
+    /// JWKS document (the module reads it, on every round: `key_fetched`).
     Discovery,
 }
 
@@ -30,7 +31,7 @@ impl SourceKind {
 /// Where and how often one issuer's keys are fetched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeySource<'a> {
-    /// The issuer's index: the number `install_keys` and `~` lines use.
+    /// The issuer's index: the number the key exports and `~` lines use.
     pub issuer: u8,
     /// What `url` is.
     pub kind: SourceKind,

@@ -19,7 +19,7 @@
 //! | [`encode`] | the decision's encoder, used by the module |
 //! | [`fields`] | header names and the answers hosts make themselves |
 //! | [`key_sources`] | where and how often hosts fetch an issuer's keys |
-//! | [`key_schedule`] | when a host fetches them: refresh, `max-age`, backoff, asked-for fetches |
+//! | [`key_schedule`] | when and what a module that fetches keys has its hosts fetch: refresh, `max-age`, backoff, asked-for rounds, discovery on every round |
 //! | [`outcome`] | what a decision was, named: the label line's outcomes and indices |
 //! | [`routes`] | the route table a module lists, and upstream overrides |
 //! | `owned` (feature `std`) | a decision a host keeps, and the host's own answers as decisions |

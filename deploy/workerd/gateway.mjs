@@ -157,17 +157,24 @@ class ModuleInstance {
   }
 
   /**
-   * Writes `bytes` (a fetched document) at `keys_input_ptr()` and calls
-   * `discovered` or `install_keys` (ABI.md, "Keys fetched at run time"):
-   * `{ n, text }`, the return value and the output (the jwks_uri, the
-   * summary or the reason).
+   * Writes `bytes` (a fetched document) at `keys_input_ptr()` and
+   * `cacheControl` (its response's Cache-Control value, a byte string) at
+   * `input_ptr()`, and calls `call(len, fieldLen)`, a key export (ABI.md,
+   * "Keys fetched at run time"): `{ n, text }`, the return value and the
+   * output (the next URL, the summary or the reason).
    */
-  document(bytes, call) {
+  document(bytes, cacheControl, call) {
     const e = this.exports;
     const ptr = e.keys_input_ptr() >>> 0;
     if (bytes.byteLength > (e.keys_input_capacity() >>> 0)) throw new Error("document larger than the keys input");
     new Uint8Array(this.memory.buffer, ptr, bytes.byteLength).set(bytes);
-    const n = call(bytes.byteLength) | 0;
+    // A field's characters are bytes (a ByteString); a value longer than the buffer counts as none.
+    let fieldLen = 0;
+    if (cacheControl.length <= this.inputCapacity) {
+      for (let i = 0; i < cacheControl.length; i++) this.input[i] = cacheControl.charCodeAt(i);
+      fieldLen = cacheControl.length;
+    }
+    const n = call(bytes.byteLength, fieldLen) | 0;
     return { n, text: this.output() };
   }
 
@@ -222,6 +229,9 @@ export class Gateway {
     /** The key fetching, or null for a module that fetches no keys. */
     this.keys = null;
     if (typeof this.instance.exports.key_sources === "function") {
+      if (typeof this.instance.exports.key_fetch !== "function") {
+        throw new Error("gateway.wasm fetches keys but does not export key_fetch: it was built for an older contract");
+      }
       this.instance.exports.key_sources();
       const sources = readKeySources(this.instance.output());
       this.keys = new KeyFetcher(sources, {
@@ -241,10 +251,10 @@ export class Gateway {
   }
 
   /**
-   * What keys.mjs calls: the document buffer's size, and `discovered` and
-   * `install_keys` (at Unix time `at`, now unless given) on the live
-   * instance. A trap there is answered as the module's refusal ("gateway
-   * module failed") and discards the instance.
+   * What keys.mjs calls (ABI.md, "Keys fetched at run time"): the document
+   * buffer's size, and the schedule's questions on the live instance at the
+   * gateway's clock. A trap there is answered as the module's refusal
+   * ("gateway module failed") and discards the instance.
    */
   keysModule() {
     const call = (what, run) => {
@@ -257,15 +267,29 @@ export class Gateway {
         return { n: -1, text: "gateway module failed" };
       }
     };
+    /** A result that installed keys: the store a replacing instance starts with. */
+    const kept = (m, result, installed) => {
+      if (result.n === installed) this.keyStore = m.keyStore();
+      return result;
+    };
+    const WHY = { due: 0, asked: 1, now: 2 };
     return {
       keysCapacity: this.instance.exports.keys_input_capacity() >>> 0,
-      discovered: (issuer, bytes) => call("discovered", (m) => m.document(bytes, (len) => m.exports.discovered(issuer, len))),
-      installKeys: (issuer, bytes, at = this.now()) =>
-        call("install_keys", (m) => {
-          const result = m.document(bytes, (len) => m.exports.install_keys(issuer, len, at));
-          if (result.n >= 0) this.keyStore = m.keyStore();
-          return result;
-        }),
+      fetch: (issuer, why) => {
+        const { n, text } = call("key_fetch", (m) => ({ n: m.exports.key_fetch(issuer, this.now(), WHY[why]) | 0, text: m.output() }));
+        if (n < 0) console.error(`keys: issuer ${issuer}: the module does not answer: ${text}`);
+        return n === 1 ? text : null;
+      },
+      wait: (issuer) => call("key_fetch_wait", (m) => m.exports.key_fetch_wait(issuer, this.now())),
+      fetched: (issuer, bytes, cacheControl) =>
+        call("key_fetched", (m) =>
+          kept(m, m.document(bytes, cacheControl, (len, fieldLen) => m.exports.key_fetched(issuer, len, fieldLen, this.now())), 0),
+        ),
+      failed: (issuer) => call("key_fetch_failed", (m) => ({ n: m.exports.key_fetch_failed(issuer, this.now()) | 0, text: m.output() })),
+      stored: (issuer, bytes, cacheControl, fetchedSecs) =>
+        call("key_stored", (m) =>
+          kept(m, m.document(bytes, cacheControl, (len, fieldLen) => m.exports.key_stored(issuer, len, fieldLen, fetchedSecs, this.now())), 0),
+        ),
     };
   }
 

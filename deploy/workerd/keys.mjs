@@ -1,16 +1,14 @@
 // Keys fetched at run time (worker/ABI.md, "Keys fetched at run time"), the
 // host's side for JavaScript runtimes: read the module's key-source table,
-// fetch each document within the contract's limits, hand the bytes to the
-// module, and decide when to fetch again. The module parses and validates
-// every document; nothing here reads JSON.
+// ask the module what to fetch and when, fetch each URL within the
+// contract's limits, and hand the bytes to the module, which reads them and
+// says what comes next. The module keeps the schedule and parses every
+// document; nothing here decides when to fetch or reads JSON.
 //
 // workerd (and Cloudflare Workers) run code only while a request is being
-// served: there is no timer between requests. So the schedule is lazy: each
-// request starts the refreshes that are due, in the background
+// served: there is no timer between requests. So each request asks the
+// module which rounds are due and runs them in the background
 // (ctx.waitUntil), and is decided with the keys installed now.
-
-/** How far ahead of this isolate's clock a stored document's fetch time may be (clock skew between machines). */
-const MAX_SKEW_MS = 60_000;
 
 /** The largest number the table holds (a u32). */
 const U32_MAX = 2 ** 32 - 1;
@@ -52,51 +50,6 @@ export function readKeySources(text) {
   });
 }
 
-/**
- * The `max-age` of a Cache-Control field value, in seconds, or null when it
- * has none (or a malformed one). Only the directive is read; `no-cache` and
- * the others do not apply to a host that refetches on its own schedule.
- */
-export function maxAgeOf(cacheControl) {
-  if (cacheControl == null) return null;
-  for (const directive of cacheControl.split(",")) {
-    const m = /^\s*max-age\s*=\s*"?([0-9]+)"?\s*$/i.exec(directive);
-    if (m) return Number(m[1]);
-  }
-  return null;
-}
-
-/**
- * When to fetch again (ABI.md, "Fetching", step 3), as a delay in seconds
- * after a fetch ended: `refresh_secs` after a success, or the response's
- * `max-age` clamped to [`refetch_secs`, `refresh_secs`]; after the n-th
- * failure in a row (n >= 1), 1, 2, 4, ... seconds, at most `refetch_secs`.
- * Pure, so that the schedule is tested without a clock.
- */
-export function nextFetchDelay(source, outcome) {
-  if (outcome.ok) {
-    const { maxAge } = outcome;
-    if (maxAge == null) return source.refreshSecs;
-    return Math.min(Math.max(maxAge, source.refetchSecs), source.refreshSecs);
-  }
-  const backoff = 2 ** Math.min(outcome.failures - 1, 31);
-  return Math.min(backoff, source.refetchSecs);
-}
-
-/**
- * Whether an answer's `~<issuer>` line starts a fetch (step 4): not while
- * one is in flight, nor within `refetch_secs` of the last one started.
- * `nowMs` and `startedMs` are milliseconds (startedMs -Infinity for never).
- */
-export function mayFetchOnRequest(source, { inFlight, startedMs }, nowMs) {
-  return !inFlight && nowMs - startedMs >= source.refetchSecs * 1000;
-}
-
-/** Whether a scheduled fetch is due: its time came and none is in flight. */
-export function isDue({ inFlight, nextMs }, nowMs) {
-  return !inFlight && nowMs >= nextMs;
-}
-
 /** Why a fetch failed: one line of printable text. */
 function reasonOf(error) {
   const text = String(error?.message || error?.name || error || "connection failed");
@@ -132,9 +85,11 @@ async function readCapped(body, capacity) {
 }
 
 /**
- * Fetches `url` as the contract says (step 1): GET, no redirect followed,
+ * Fetches `url` as the contract says: GET, no redirect followed,
  * `timeoutMs` from connection to last byte, status 200, at most `capacity`
- * bytes. `{ bytes, maxAge }`, or `{ failed }` with the reason for the log.
+ * bytes. `{ bytes, cacheControl }` (the response's Cache-Control fields,
+ * joined by fetch with ", ", for the module to read; "" for none), or
+ * `{ failed }` with the reason for the log.
  */
 export async function fetchDocument(url, timeoutMs, capacity) {
   const signal = AbortSignal.timeout(timeoutMs);
@@ -151,7 +106,7 @@ export async function fetchDocument(url, timeoutMs, capacity) {
     }
     const bytes = await readCapped(response.body, capacity);
     if (bytes === null) return { failed: `larger than ${capacity} bytes` };
-    return { bytes, maxAge: maxAgeOf(response.headers.get("cache-control")) };
+    return { bytes, cacheControl: response.headers.get("cache-control") ?? "" };
   } catch (error) {
     return { failed: signal.aborted ? "timed out" : reasonOf(error) };
   }
@@ -160,86 +115,65 @@ export async function fetchDocument(url, timeoutMs, capacity) {
 /**
  * A Workers KV namespace as the store of JWKS documents the isolates of a
  * Worker share (README.md, "On Cloudflare"): each under `jwks:<issuer>`,
- * with the URL it came from, when it was fetched and its max-age as
- * metadata. The documents are kept as fetched; every isolate's module
- * validates them again when it installs them.
+ * with the URL it came from, when it was fetched and its response's
+ * Cache-Control value as metadata. The documents are kept as fetched; every
+ * isolate's module validates them again when it installs them.
  */
 export function kvStore(kv) {
   return {
     async get(issuer) {
       const { value, metadata } = await kv.getWithMetadata(`jwks:${issuer}`, { type: "arrayBuffer" });
       if (value === null || typeof metadata?.url !== "string" || !Number.isFinite(metadata?.fetchedMs)) return null;
-      return { bytes: new Uint8Array(value), url: metadata.url, fetchedMs: metadata.fetchedMs, maxAge: metadata.maxAge ?? null };
+      const cacheControl = typeof metadata.cacheControl === "string" ? metadata.cacheControl : "";
+      return { bytes: new Uint8Array(value), url: metadata.url, fetchedMs: metadata.fetchedMs, cacheControl };
     },
-    put(issuer, { bytes, url, fetchedMs, maxAge }) {
+    put(issuer, { bytes, url, fetchedMs, cacheControl }) {
       const value = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-      return kv.put(`jwks:${issuer}`, value, { metadata: { url, fetchedMs, maxAge } });
+      return kv.put(`jwks:${issuer}`, value, { metadata: { url, fetchedMs, cacheControl } });
     },
   };
 }
 
 /**
- * One issuer's fetching: its source, the JWKS URL (the source's, or the
- * `jwks_uri` its discovery document named), its schedule, and when the
- * installed document was fetched.
- */
-class IssuerKeys {
-  constructor(source) {
-    this.source = source;
-    /** The URL of the JWKS document; null until discovery names it. */
-    this.jwksUrl = source.kind === "jwks" ? source.url : null;
-    this.nextMs = 0;
-    this.startedMs = -Infinity;
-    this.failures = 0;
-    /** The fetch under way, or null. */
-    this.inFlight = null;
-    /** When the installed document was fetched (ms), and its max-age. */
-    this.installedMs = -Infinity;
-    this.maxAge = null;
-  }
-
-  /** Whether the installed document is recent enough that its refresh is not yet due. */
-  fresh(nowMs) {
-    return this.installedMs + nextFetchDelay(this.source, { ok: true, maxAge: this.maxAge }) * 1000 > nowMs;
-  }
-}
-
-/**
- * The key fetching of one isolate. `module` is the gateway's side of the
- * module: `keysCapacity`, `discovered(issuer, bytes)` and
- * `installKeys(issuer, bytes, atSecs?)`, each returning `{ n, text }` (the
- * export's return value and its output). `now` is the clock in ms; `store`
- * (kvStore) is optional. `mapUrl` applies the upstream override to a
- * URL the module names; `log` takes one line per fetch outcome.
+ * The key fetching of one isolate. `module` is the module's side (the
+ * Gateway's `keysModule()`): `keysCapacity`, and the schedule's questions
+ * `fetch(issuer, why)` (the URL a round starts with, or null),
+ * `wait(issuer)` (seconds until one is due), `fetched(issuer, bytes,
+ * cacheControl)`, `failed(issuer)` and `stored(issuer, bytes, cacheControl,
+ * fetchedSecs)` (each `{ n, text }`: the export's return value and its
+ * output). `now` is the clock in ms (for the store's fetch times); `store`
+ * (kvStore) is optional. `mapUrl` applies the upstream override to a URL
+ * the module names; `log` takes one line per fetch outcome.
  */
 export class KeyFetcher {
   constructor(sources, { module, mapUrl = (url) => url, now = () => Date.now(), log = (line) => console.error(line), store = null }) {
-    this.issuers = new Map(sources.map((source) => [source.issuer, new IssuerKeys(source)]));
+    this.sources = new Map(sources.map((source) => [source.issuer, source]));
     this.module = module;
     this.mapUrl = mapUrl;
     this.now = now;
     this.log = log;
     /** The shared store of documents (kvStore), or null: every document comes from its provider. */
     this.store = store;
-    /** The first fetch of every source, shared by the requests that wait for it; true once settled. */
+    /** The round under way per issuer: its promise. */
+    this.rounds = new Map();
+    /** The first round of every source, shared by the requests that wait for it; true once settled. */
     this.ready = null;
   }
 
   /**
-   * Called before each decision. Null when the first fetches are done;
+   * Called before each decision. Null when the first rounds are done;
    * otherwise the promise of them (started by the first request), which
-   * the request awaits. Starts, in the background, every fetch that is due.
+   * the request awaits. Starts, in the background, every round the module
+   * says is due.
    */
   beforeDecision(waitUntil) {
     if (this.ready === true) {
-      const nowMs = this.now();
-      for (const keys of this.issuers.values()) {
-        if (isDue(keys, nowMs)) waitUntil(this.refresh(keys));
-      }
+      for (const issuer of this.sources.keys()) this.start(issuer, "due", waitUntil);
       return null;
     }
     if (this.ready === null) {
-      this.ready = Promise.all([...this.issuers.values()].map((keys) => this.refresh(keys))).then(() => {
+      const first = [...this.sources.keys()].map((issuer) => this.start(issuer, "due") ?? this.rounds.get(issuer));
+      this.ready = Promise.all(first).then(() => {
         this.ready = true;
       });
     }
@@ -247,65 +181,63 @@ export class KeyFetcher {
     return this.ready;
   }
 
-  /** An answer asked for `issuer`'s keys (its `~` line): fetch unless too soon. */
+  /** An answer asked for `issuer`'s keys (its `~` line): a round, when the module grants one. */
   requested(issuer, waitUntil) {
-    const keys = this.issuers.get(issuer);
-    if (keys !== undefined && mayFetchOnRequest(keys.source, keys, this.now())) waitUntil(this.refresh(keys, "asked"));
+    this.start(issuer, "asked", waitUntil);
   }
 
   /**
-   * A Cron Trigger's refresh (worker.mjs, `scheduled`): every source from
-   * its provider now, each document stored; a fetch in flight is awaited
-   * instead. Never rejects.
+   * A Cron Trigger's refresh (worker.mjs, `scheduled`): a round of every
+   * source from its provider now, each document stored; a round under way
+   * is awaited instead. Never rejects.
    */
   refreshAll() {
-    return Promise.all([...this.issuers.values()].map((keys) => keys.inFlight ?? this.refresh(keys, "provider")));
+    return Promise.all([...this.sources.keys()].map((issuer) => this.start(issuer, "now") ?? this.rounds.get(issuer)));
   }
 
   /**
-   * Fetches and installs `keys`' document now; the promise never rejects.
-   * `why`: "due" (the first fetch, or its time came), "asked" (an answer's
-   * `~` line) or "provider" (a Cron Trigger: the store is not read).
+   * Asks the module whether a round of `issuer` starts, for `why` ("due",
+   * "asked" or "now": ABI.md), and runs it in the background: its promise
+   * (which never rejects), or null when none starts.
    */
-  refresh(keys, why = "due") {
-    keys.startedMs = this.now();
-    keys.inFlight = this.round(keys, why)
+  start(issuer, why, waitUntil = () => {}) {
+    // The module runs one round at a time; this keeps a round that
+    // outlived a trapped instance from meeting the new instance's.
+    if (!this.sources.has(issuer) || this.rounds.has(issuer)) return null;
+    const url = this.module.fetch(issuer, why);
+    if (url === null) return null;
+    const round = this.round(issuer, url, why)
       .catch((error) => {
-        this.log(`keys: issuer ${keys.source.issuer} ${keys.jwksUrl ?? keys.source.url}: fetch failed: ${reasonOf(error)}`);
-        return { ok: false };
+        this.log(`keys: issuer ${issuer} ${url}: fetch failed: ${reasonOf(error)}`);
+        this.module.failed(issuer);
       })
-      .then((outcome) => {
-        keys.failures = outcome.ok ? 0 : keys.failures + 1;
-        const delay = nextFetchDelay(keys.source, { ...outcome, failures: keys.failures });
-        keys.nextMs = (outcome.ok ? keys.installedMs : this.now()) + delay * 1000;
-        keys.inFlight = null;
-      });
-    return keys.inFlight;
+      .finally(() => this.rounds.delete(issuer));
+    this.rounds.set(issuer, round);
+    waitUntil(round);
+    return round;
   }
 
   /**
-   * One round. With a store, a document newer than the installed one is
-   * installed from it first; that ends the round when it leaves the keys
-   * fresh ("due") or brought a newer document ("asked"). Otherwise the
-   * provider's document is fetched, installed and stored.
+   * One round from `url`. With a store (and not a Cron Trigger's round), a
+   * stored document newer than the installed keys is installed first: it
+   * ends the round as of its fetch, and the provider is asked only when the
+   * module says the keys are due again (a round that was asked for ends
+   * with the newer document). The provider's document is stored.
    */
-  async round(keys, why) {
-    if (this.store !== null && why !== "provider") {
-      const newer = await this.installStored(keys);
-      if (why === "due" ? keys.fresh(this.now()) : newer) return { ok: true, maxAge: keys.maxAge };
+  async round(issuer, url, why) {
+    if (this.store !== null && why !== "now" && (await this.installStored(issuer))) {
+      if (why === "asked" || this.module.wait(issuer) > 0) return;
+      url = this.module.fetch(issuer, "due");
+      if (url === null) return;
     }
-    const outcome = await this.fetchAndInstall(keys);
-    if (outcome.ok && this.store !== null) {
-      const { issuer } = keys.source;
-      const document = { bytes: outcome.bytes, url: keys.jwksUrl, fetchedMs: keys.installedMs, maxAge: keys.maxAge };
-      await this.store.put(issuer, document).catch((error) => this.log(`keys: issuer ${issuer}: storing the document failed: ${reasonOf(error)}`));
+    const installed = await this.fetchRound(issuer, url);
+    if (installed !== null && this.store !== null) {
+      await this.store.put(issuer, installed).catch((error) => this.log(`keys: issuer ${issuer}: storing the document failed: ${reasonOf(error)}`));
     }
-    return outcome;
   }
 
-  /** Installs the stored document when it is newer than the installed one: whether it did. */
-  async installStored(keys) {
-    const { issuer } = keys.source;
+  /** Installs the stored document when the module finds it newer than the installed keys: whether it did. */
+  async installStored(issuer) {
     let stored;
     try {
       stored = await this.store.get(issuer);
@@ -313,58 +245,36 @@ export class KeyFetcher {
       this.log(`keys: issuer ${issuer}: reading the store failed: ${reasonOf(error)}`);
       return false;
     }
-    if (stored === null || stored.fetchedMs <= keys.installedMs) return false;
+    if (stored === null) return false;
+    const { n, text } = this.module.stored(issuer, stored.bytes, stored.cacheControl, stored.fetchedMs / 1000);
+    if (n === 1) return false; // not newer than the installed keys
     const from = `${stored.url} (stored, fetched ${new Date(stored.fetchedMs).toISOString()})`;
-    // A fetch time ahead of this clock would keep the keys fresh past
-    // max_stale_secs: beyond a minute of clock skew, the document is ignored.
-    if (stored.fetchedMs > this.now() + MAX_SKEW_MS) {
-      this.log(`keys: issuer ${issuer} ${from}: ignored: fetched after now`);
-      return false;
-    }
-    // Installed as of when it was fetched: the module counts max_stale_secs from then.
-    const { n, text } = this.module.installKeys(issuer, stored.bytes, stored.fetchedMs / 1000);
     this.log(`keys: issuer ${issuer} ${from}: ${n < 0 ? `refused: ${text}` : text}`);
-    if (n < 0) return false;
-    keys.installedMs = stored.fetchedMs;
-    keys.maxAge = stored.maxAge;
-    return true;
-  }
-
-  /** The provider's documents: discovery when no JWKS URL is known, then the JWKS document. */
-  async fetchAndInstall(keys) {
-    const { issuer } = keys.source;
-    if (keys.jwksUrl === null) {
-      const found = await this.fetchInto(keys, keys.source.url, (bytes) => this.module.discovered(issuer, bytes));
-      if (found === null) return { ok: false };
-      keys.jwksUrl = found.text;
-    }
-    const url = keys.jwksUrl;
-    // After a failed JWKS fetch, the next one reads the discovery document
-    // again: the provider may have moved its keys.
-    if (keys.source.kind === "discovery") keys.jwksUrl = null;
-    const installed = await this.fetchInto(keys, url, (bytes) => this.module.installKeys(issuer, bytes));
-    if (installed === null) return { ok: false };
-    keys.jwksUrl = url;
-    keys.installedMs = this.now();
-    keys.maxAge = installed.maxAge;
-    this.log(`keys: issuer ${issuer} ${url}: ${installed.text}`);
-    return { ok: true, maxAge: installed.maxAge, bytes: installed.bytes };
+    return n === 0;
   }
 
   /**
-   * Fetches `url` (as the module names it) and hands the body to `call`
-   * (`discovered` or `installKeys`): its `{ n, text }` and the response's
-   * max-age, or null after logging the failure or the refusal.
+   * Fetches each URL of the round the module names, from `url` on, and
+   * hands each document over, until the module ends the round: the
+   * installed document `{ bytes, url, fetchedMs, cacheControl }`, or null.
    */
-  async fetchInto(keys, url, call) {
-    const { issuer, timeoutMs } = keys.source;
-    const got = await fetchDocument(this.mapUrl(url), timeoutMs, this.module.keysCapacity);
-    const result = got.failed ? null : call(got.bytes);
-    if (result === null || result.n < 0) {
-      const outcome = result === null ? `fetch failed: ${got.failed}` : `refused: ${result.text}`;
-      this.log(`keys: issuer ${issuer} ${url}: ${outcome}`);
-      return null;
+  async fetchRound(issuer, url) {
+    const { timeoutMs } = this.sources.get(issuer);
+    for (;;) {
+      const got = await fetchDocument(this.mapUrl(url), timeoutMs, this.module.keysCapacity);
+      if (got.failed) {
+        this.log(`keys: issuer ${issuer} ${url}: fetch failed: ${got.failed}`);
+        this.module.failed(issuer);
+        return null;
+      }
+      const fetchedMs = this.now();
+      const { n, text } = this.module.fetched(issuer, got.bytes, got.cacheControl);
+      if (n === 1) {
+        url = text;
+        continue;
+      }
+      this.log(`keys: issuer ${issuer} ${url}: ${n === 0 ? text : `refused: ${text}`}`);
+      return n === 0 ? { bytes: got.bytes, url, fetchedMs, cacheControl: got.cacheControl } : null;
     }
-    return { ...result, maxAge: got.maxAge, bytes: got.bytes };
   }
 }

@@ -197,7 +197,8 @@ fn methods_read(method: &str, fields: &[u8], query: &str) -> Vec<String> {
     if method == "HEAD" {
         methods.push("GET".into());
     }
-    for line in String::from_utf8_lossy(fields).lines() {
+    // The head ends at the first empty line: what follows is body to the module.
+    for line in String::from_utf8_lossy(fields).lines().take_while(|line| !line.is_empty()) {
         let Some((name, value)) = line.split_once(':') else { continue };
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
         if ["x-http-method-override", "x-http-method", "x-method-override"].contains(&name.as_str()) {

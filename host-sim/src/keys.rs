@@ -1,20 +1,19 @@
 //! Fetching the keys of a module that fetches them (`worker/ABI.md`, "Keys
-//! fetched at run time"): one task per key source fetches its document
-//! over HTTP on the module's schedule and hands the bytes to the module
-//! (`runtime::Runtime::install_keys`), which validates and installs them.
-//! Nothing here reads a key or a document: the module says what was
-//! installed or why not, and this file logs it in one line.
+//! fetched at run time"): one task per key source asks the module what to
+//! fetch and when (`runtime::Runtime::key_fetch`, `key_fetch_wait`),
+//! fetches it over HTTP and hands the bytes to the module
+//! (`key_fetched`), which reads them and says what comes next: the
+//! `jwks_uri` a discovery document named, or the end of the round. Nothing
+//! here keeps a schedule, reads a key or a document: the module says what
+//! was installed or why not, and this file logs it in one line.
 //!
 //! - **Limits.** `GET`, no redirect followed, the whole exchange within the
 //!   source's `timeout_ms`, status 200 only, the body cut at the module's
 //!   document capacity (a larger one is a failed fetch).
-//! - **Schedule.** The contract's ([`contract::key_schedule`], as the Envoy
-//!   filter keeps it): again after `refresh_secs`, or the response's
-//!   `Cache-Control: max-age` within `refetch_secs..=refresh_secs`; after a
-//!   failure, retries at 1, 2, 4, ... seconds, at most `refetch_secs`
-//!   apart. An answer that asks for the issuer's keys (a `~` line) starts a
-//!   fetch unless one started less than `refetch_secs` ago: a flood of
-//!   made-up kids costs the provider one request per `refetch_secs`.
+//! - **Schedule.** The module's (`contract::key_schedule`, the same on
+//!   every host). The task sleeps until the module says a round is due, or
+//!   until an answer asks for the issuer's keys (a `~` line), which starts a
+//!   round when the module grants it.
 //! - **Transport.** host-sim has no TLS client: a source whose URL (after
 //!   `--upstream-override`) is not `http://` is refused at start.
 //!
@@ -26,16 +25,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use contract::key_schedule::Schedule;
 use http::header::CACHE_CONTROL;
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use runtime::{KeySourceBuf, Runtime, SourceKind, unix_now};
+use runtime::{KeySourceBuf, RoundStep, Runtime, Why, unix_now};
 use tokio::sync::{Notify, watch};
-use tokio::time::Instant;
 
 /// Why a fetch failed: the tail of its log line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,13 +54,9 @@ pub enum FetchError {
     Connection(String),
 }
 
-/// What a source task learned from one round.
-enum Round {
-    /// Installed, with the response's `Cache-Control: max-age` in seconds.
-    Installed(Option<u64>),
-    /// Failed or refused; retry with backoff.
-    Failed,
-}
+/// The longest a task sleeps before it asks the module again: a module that
+/// cannot answer (it trapped) is asked again after this.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
 
 /// The key fetching of one `serve`: a task per source.
 #[derive(Debug)]
@@ -147,88 +140,78 @@ struct SourceTask {
 
 impl SourceTask {
     async fn run(self) {
-        // The schedule's clock: milliseconds since the task started, monotonic.
-        let epoch = Instant::now();
-        let now = || u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let mut schedule = Schedule::new(self.source.refresh_secs, self.source.refetch_secs.max(1));
         let mut installed_once = false;
         loop {
-            // Wait until due; an answer that wants the keys makes the fetch
-            // due at once, unless one started within `refetch_secs`.
-            while !schedule.due(now()) {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_millis(schedule.due_in(now()))) => {}
-                    () = self.notify.notified() => {
-                        schedule.ask(now());
-                    }
-                }
-            }
-            schedule.start(now());
-            match self.round().await {
-                Round::Installed(max_age) => {
-                    schedule.succeeded(now(), max_age);
-                    if !installed_once {
-                        installed_once = true;
-                        self.ready.send_modify(|n| *n += 1);
-                    }
-                }
-                Round::Failed => schedule.failed(now()),
+            let url = self.next_round().await;
+            if self.round(url).await && !installed_once {
+                installed_once = true;
+                self.ready.send_modify(|n| *n += 1);
             }
         }
     }
 
-    /// One round: discovery when the source is a discovery document, then
-    /// the JWKS document, handed to the module. Logs the outcome.
-    async fn round(&self) -> Round {
+    /// Waits until the module starts a round (its schedule says so, or an
+    /// answer asked for the keys and the module granted it): its URL.
+    async fn next_round(&self) -> String {
         let issuer = self.source.issuer;
-        let jwks_url = match self.source.kind {
-            SourceKind::Jwks => self.source.url.clone(),
-            SourceKind::Discovery => {
-                let document = match self.fetch(&self.source.url).await {
-                    Ok((document, _)) => document,
-                    Err(e) => return self.log_failed(&self.source.url, &e),
-                };
-                match self.runtime.discovered(issuer, &document) {
-                    Ok(Ok(uri)) => uri,
-                    Ok(Err(reason)) => {
-                        eprintln!("keys: issuer {issuer} {}: refused: {reason}", self.source.url);
-                        return Round::Failed;
-                    }
-                    Err(e) => {
-                        eprintln!("keys: issuer {issuer} {}: module failed: {e}", self.source.url);
-                        return Round::Failed;
-                    }
-                }
+        let mut why = Why::Due;
+        loop {
+            match self.runtime.key_fetch(issuer, unix_now(), why) {
+                Ok(Ok(Some(url))) => return url,
+                Ok(Ok(None)) => {}
+                Ok(Err(reason)) => eprintln!("keys: issuer {issuer}: the module does not answer: {reason}"),
+                Err(e) => eprintln!("keys: issuer {issuer}: module failed: {e}"),
             }
-        };
-        let (document, max_age) = match self.fetch(&jwks_url).await {
-            Ok(fetched) => fetched,
-            Err(e) => return self.log_failed(&jwks_url, &e),
-        };
-        match self.runtime.install_keys(issuer, &document, unix_now()) {
-            Ok(Ok(summary)) => {
-                eprintln!("keys: issuer {issuer} {jwks_url}: {summary}");
-                Round::Installed(max_age.map(|age| age.as_secs()))
-            }
-            Ok(Err(reason)) => {
-                eprintln!("keys: issuer {issuer} {jwks_url}: refused: {reason}");
-                Round::Failed
-            }
-            Err(e) => {
-                eprintln!("keys: issuer {issuer} {jwks_url}: module failed: {e}");
-                Round::Failed
-            }
+            let wait = match self.runtime.key_fetch_wait(issuer, unix_now()) {
+                Ok(Some(wait)) => wait.clamp(Duration::from_millis(1), MAX_SLEEP),
+                Ok(None) | Err(_) => MAX_SLEEP,
+            };
+            why = tokio::select! {
+                () = tokio::time::sleep(wait) => Why::Due,
+                () = self.notify.notified() => Why::Asked,
+            };
         }
     }
 
-    fn log_failed(&self, url: &str, error: &FetchError) -> Round {
-        eprintln!("keys: issuer {} {url}: fetch failed: {error}", self.source.issuer);
-        Round::Failed
+    /// One round from `url`: each document fetched goes to the module,
+    /// which names the next one (a discovery document's `jwks_uri`) or ends
+    /// the round. Logs the outcome; whether the keys were installed.
+    async fn round(&self, mut url: String) -> bool {
+        let issuer = self.source.issuer;
+        loop {
+            let (document, cache_control) = match self.fetch(&url).await {
+                Ok(fetched) => fetched,
+                Err(e) => {
+                    eprintln!("keys: issuer {issuer} {url}: fetch failed: {e}");
+                    if let Err(e) = self.runtime.key_fetch_failed(issuer, unix_now()) {
+                        eprintln!("keys: issuer {issuer} {url}: module failed: {e}");
+                    }
+                    return false;
+                }
+            };
+            match self.runtime.key_fetched(issuer, &document, &cache_control, unix_now()) {
+                Ok(RoundStep::Fetch(next)) => url = next,
+                Ok(RoundStep::Installed(summary)) => {
+                    eprintln!("keys: issuer {issuer} {url}: {summary}");
+                    return true;
+                }
+                Ok(RoundStep::Refused(reason)) => {
+                    eprintln!("keys: issuer {issuer} {url}: refused: {reason}");
+                    return false;
+                }
+                Err(e) => {
+                    eprintln!("keys: issuer {issuer} {url}: module failed: {e}");
+                    let _ = self.runtime.key_fetch_failed(issuer, unix_now());
+                    return false;
+                }
+            }
+        }
     }
 
     /// Fetches `url` (as the module names it) within the source's limits:
-    /// the body and the response's `max-age`.
-    async fn fetch(&self, url: &str) -> Result<(Vec<u8>, Option<Duration>), FetchError> {
+    /// the body and the response's `Cache-Control` value (its fields joined
+    /// with `, `).
+    async fn fetch(&self, url: &str) -> Result<(Vec<u8>, Vec<u8>), FetchError> {
         let limit = Duration::from_millis(u64::from(self.source.timeout_ms));
         match tokio::time::timeout(limit, self.exchange(url)).await {
             Ok(result) => result,
@@ -236,7 +219,7 @@ impl SourceTask {
         }
     }
 
-    async fn exchange(&self, url: &str) -> Result<(Vec<u8>, Option<Duration>), FetchError> {
+    async fn exchange(&self, url: &str) -> Result<(Vec<u8>, Vec<u8>), FetchError> {
         let target = mapped(url, &self.overrides);
         let uri: Uri = target.parse().map_err(|e| FetchError::Url(format!("invalid URL {target:?}: {e}")))?;
         let request = Request::get(uri)
@@ -248,7 +231,14 @@ impl SourceTask {
         if response.status() != StatusCode::OK {
             return Err(FetchError::Status(response.status().as_u16()));
         }
-        let max_age = response.headers().get(CACHE_CONTROL).and_then(|v| max_age(v.to_str().ok()?));
+        let cache_control =
+            response.headers().get_all(CACHE_CONTROL).iter().fold(Vec::new(), |mut joined, v| {
+                if !joined.is_empty() {
+                    joined.extend_from_slice(b", ");
+                }
+                joined.extend_from_slice(v.as_bytes());
+                joined
+            });
         let capacity = self.runtime.keys_capacity();
         let mut body = response.into_body();
         let mut document = Vec::new();
@@ -261,7 +251,7 @@ impl SourceTask {
                 document.extend_from_slice(data);
             }
         }
-        Ok((document, max_age))
+        Ok((document, cache_control))
     }
 }
 
@@ -271,19 +261,6 @@ fn mapped(url: &str, overrides: &HashMap<String, String>) -> String {
         Some((origin, to)) => format!("{to}{}", &url[origin.len()..]),
         None => url.to_owned(),
     }
-}
-
-/// The `max-age` of a `Cache-Control` value (RFC 9111 section 5.2.2.1).
-fn max_age(value: &str) -> Option<Duration> {
-    value
-        .split(',')
-        .find_map(|directive| {
-            let (name, seconds) = directive.trim().split_once('=')?;
-            name.trim()
-                .eq_ignore_ascii_case("max-age")
-                .then(|| seconds.trim().trim_matches('"').parse().ok())?
-        })
-        .map(Duration::from_secs)
 }
 
 /// An error and its causes on one line.
@@ -306,16 +283,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn max_age_is_read_from_cache_control() {
-        assert_eq!(max_age("public, max-age=3600, must-revalidate"), Some(Duration::from_secs(3600)));
-        assert_eq!(max_age("MAX-AGE = 60"), Some(Duration::from_secs(60)));
-        assert_eq!(max_age("max-age=\"5\""), Some(Duration::from_secs(5)));
-        assert_eq!(max_age("no-store"), None);
-        assert_eq!(max_age("max-age=-1"), None);
-        assert_eq!(max_age("s-maxage=10"), None);
-    }
-
-    #[test]
     fn overrides_move_the_origin_and_keep_the_path() {
         let overrides: HashMap<String, String> =
             [("http://idp.test".to_owned(), "http://127.0.0.1:9".to_owned())].into();
@@ -330,7 +297,7 @@ mod tests {
     fn https_sources_are_refused_at_start_naming_the_source() {
         let source = |url: &str| KeySourceBuf {
             issuer: 2,
-            kind: SourceKind::Jwks,
+            kind: runtime::SourceKind::Jwks,
             url: url.into(),
             refresh_secs: 600,
             refetch_secs: 60,

@@ -9,11 +9,12 @@
 //! `jwks_uri` is an absolute URL: `https`, or `http` only when the discovery
 //! document itself was fetched over `http` (a test provider on loopback).
 //! Other members are checked as JSON and skipped; `issuer` and `jwks_uri`
-//! may appear once each.
+//! may appear once each. A text that is not strict JSON is refused saying
+//! where ([`crate::json::check`]), as a JWKS document is.
 
 use core::fmt;
 
-use crate::json::{self, Reader, unescape};
+use crate::json::{self, JsonFault, Reader, unescape};
 use crate::jwks::MAX_DOCUMENT_BYTES;
 
 /// The longest `jwks_uri` accepted, in bytes.
@@ -24,7 +25,9 @@ pub const MAX_URI_BYTES: usize = 2048;
 pub enum DiscoveryError {
     /// Longer than [`MAX_DOCUMENT_BYTES`].
     TooLarge(usize),
-    /// Not a strict JSON object, or `issuer` or `jwks_uri` twice or not a string.
+    /// Not strict JSON: where, and how.
+    Json(JsonFault),
+    /// Not a JSON object, or `issuer` or `jwks_uri` twice or not a string.
     NotJson,
     /// No `issuer`, or one other than the configured issuer.
     WrongIssuer,
@@ -43,6 +46,7 @@ impl fmt::Display for DiscoveryError {
             DiscoveryError::TooLarge(n) => {
                 write!(f, "is {n} bytes; a discovery document may be at most {MAX_DOCUMENT_BYTES} bytes")
             }
+            DiscoveryError::Json(fault) => write!(f, "is not an OpenID discovery document: {fault}"),
             DiscoveryError::NotJson => f.write_str(
                 "is not an OpenID discovery document: not a strict JSON object with one string issuer and jwks_uri",
             ),
@@ -69,6 +73,7 @@ pub fn jwks_uri<'b>(
     if document.len() > MAX_DOCUMENT_BYTES {
         return Err(DiscoveryError::TooLarge(document.len()));
     }
+    json::check(document).map_err(DiscoveryError::Json)?;
     let not_json = DiscoveryError::NotJson;
     let mut reader = Reader::new(document).ok_or(not_json)?;
     let (mut issuer_matches, mut uri) = (None, None);
@@ -177,9 +182,18 @@ mod tests {
                 true,
                 DiscoveryError::NotJson,
             ),
-            (r#"{"issuer":"https://idp.example","jwks_uri":"https://h/k"} x"#, true, DiscoveryError::NotJson),
+            (
+                r#"{"issuer":"https://idp.example","jwks_uri":"https://h/k"} x"#,
+                true,
+                DiscoveryError::Json(JsonFault::Syntax(58)),
+            ),
             ("[]", true, DiscoveryError::NotJson),
-            ("", true, DiscoveryError::NotJson),
+            ("", true, DiscoveryError::Json(JsonFault::Empty)),
+            (
+                r#"{"issuer":"https://idp.example","jwks_u"#,
+                true,
+                DiscoveryError::Json(JsonFault::CutShort(39)),
+            ),
         ] {
             assert_eq!(uri(document, https), Err(expected), "{document}");
         }
@@ -188,5 +202,24 @@ mod tests {
         assert_eq!(uri(&long, true), Err(DiscoveryError::BadJwksUri));
         let huge = std::format!(r#"{{"pad":"{}"}}"#, "a".repeat(MAX_DOCUMENT_BYTES));
         assert!(matches!(uri(&huge, true), Err(DiscoveryError::TooLarge(_))));
+    }
+
+    #[test]
+    fn a_document_cut_short_anywhere_says_so() {
+        let document =
+            r#"{"issuer":"https://idp.example","jwks_uri":"https://idp.example/keys","x":[true,null,1.5]}"#;
+        assert!(uri(document, true).is_ok());
+        for cut in 1..document.len() {
+            assert_eq!(
+                uri(&document[..cut], true),
+                Err(DiscoveryError::Json(JsonFault::CutShort(cut))),
+                "{}",
+                &document[..cut]
+            );
+        }
+        assert_eq!(
+            DiscoveryError::Json(JsonFault::CutShort(20)).to_string(),
+            "is not an OpenID discovery document: its JSON is cut short after 20 bytes"
+        );
     }
 }

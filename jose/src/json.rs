@@ -22,6 +22,64 @@ pub fn is_strict(json: &[u8]) -> bool {
     reader.skip_value(0) && reader.at_end()
 }
 
+/// Where and why a text is not strict JSON: what a document's refusal says,
+/// so that a document cut short in transit reads as that, not as whatever
+/// member the cut happened to fall in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonFault {
+    /// Nothing but whitespace.
+    Empty,
+    /// Not UTF-8: the offset of the first byte that is not.
+    NotUtf8(usize),
+    /// The text ends inside a value: it is this many bytes long, and some
+    /// JSON text starts with it (a document cut short).
+    CutShort(usize),
+    /// Not JSON from this offset on: where the reader stopped (at the byte
+    /// it could not read, or just after it, for a control character in a
+    /// string or a bad escape).
+    Syntax(usize),
+}
+
+impl core::fmt::Display for JsonFault {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            JsonFault::Empty => f.write_str("it is empty"),
+            JsonFault::NotUtf8(at) => write!(f, "not UTF-8 at byte {at}"),
+            JsonFault::CutShort(len) => write!(f, "its JSON is cut short after {len} bytes"),
+            JsonFault::Syntax(at) => write!(f, "not strict JSON at byte {at}"),
+        }
+    }
+}
+
+/// Checks that `json` is one strict JSON value (as [`is_strict`]) and, when
+/// it is not, says where: the same reader, so a text this accepts is one
+/// every reader of the gateway reads the same way.
+pub fn check(json: &[u8]) -> Result<(), JsonFault> {
+    let mut reader = match core::str::from_utf8(json) {
+        Ok(text) => Reader { text, at: 0 },
+        Err(e) => return Err(JsonFault::NotUtf8(e.valid_up_to())),
+    };
+    reader.skip_whitespace();
+    if reader.at == json.len() {
+        return Err(JsonFault::Empty);
+    }
+    if reader.skip_value(0) && reader.at_end() {
+        return Ok(());
+    }
+    let at = reader.at;
+    // The reader stops at a literal it cannot match without eating it: the
+    // end of the text within `true`, `false` or `null` is a cut too.
+    let rest = &json[at..];
+    let cut_literal = !rest.is_empty()
+        && [&b"true"[..], b"false", b"null"]
+            .iter()
+            .any(|word| word.len() > rest.len() && word.starts_with(rest));
+    match at >= json.len() || cut_literal {
+        true => Err(JsonFault::CutShort(json.len())),
+        false => Err(JsonFault::Syntax(at)),
+    }
+}
+
 /// A string as it is written between its quotes: valid UTF-8 whose escapes
 /// have been checked for their syntax, not yet decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use crate::engine::{self, EngineOptions, MemoryReset, ModuleSource};
 use crate::error::{GuestError, LoadError, classify, one_line};
 use crate::exports::Exports;
 use crate::input::{Input, MAX_CONTEXT_LINE};
-use crate::keys::{Keeper, KeyExports, KeySourceBuf, Keys, Verdict};
+use crate::keys::{Keeper, KeyExports, Keys};
 use crate::limits::{HostState, Ticker};
 
 /// How instances relate to requests. Parsed from `fresh` or `reuse`.
@@ -89,7 +89,7 @@ pub struct Runtime {
     spare_taken: std::sync::atomic::AtomicBool,
     /// A module that fetches keys: its keeper instance and key image
     /// (shared with its siblings, [`Runtime::sibling`]).
-    keys: Option<Arc<Keys>>,
+    pub(crate) keys: Option<Arc<Keys>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -142,7 +142,8 @@ impl Prepared {
                 output_ptr: keeper.output_ptr,
                 output_len: keeper.output_len,
             };
-            runtime.keys = Some(Arc::new(Keys::new(key_exports, keeper).map_err(fail)?));
+            let field = (runtime.layout.input_ptr, runtime.layout.input_capacity);
+            runtime.keys = Some(Arc::new(Keys::new(key_exports, keeper, field).map_err(fail)?));
         }
         Ok(runtime)
     }
@@ -482,33 +483,6 @@ impl Runtime {
             slot.key_generation = image.generation;
         }
         Ok(())
-    }
-
-    /// The module's key-source table (`ABI.md`, "Keys fetched at run
-    /// time"): empty for a module that fetches no keys.
-    pub fn key_sources(&self) -> Result<Vec<KeySourceBuf>, GuestError> {
-        self.keys.as_deref().map_or(Ok(Vec::new()), Keys::sources)
-    }
-
-    /// The largest document the module reads, in bytes (0: it fetches no keys).
-    pub fn keys_capacity(&self) -> usize {
-        self.keys.as_deref().map_or(0, Keys::capacity)
-    }
-
-    /// Has the module read issuer `issuer`'s OpenID discovery document:
-    /// its `jwks_uri`, or the module's one-line reason for refusing it.
-    pub fn discovered(&self, issuer: u8, document: &[u8]) -> Result<Verdict<String>, GuestError> {
-        let keys = self.keys.as_ref().ok_or(GuestError::BadOutput("the module fetches no keys"))?;
-        keys.discovered(issuer, document)
-    }
-
-    /// Has the module validate and install issuer `issuer`'s JWKS document
-    /// at `now`: its one-line summary, or its reason for refusing the
-    /// document (the installed keys then stay as they were). Every instance
-    /// made or reused afterwards decides with the new keys.
-    pub fn install_keys(&self, issuer: u8, document: &[u8], now: f64) -> Result<Verdict<String>, GuestError> {
-        let keys = self.keys.as_ref().ok_or(GuestError::BadOutput("the module fetches no keys"))?;
-        keys.install(issuer, document, now)
     }
 
     /// Decides one request in `reusable`'s instance, making it first if

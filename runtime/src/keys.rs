@@ -1,7 +1,10 @@
 //! Keys fetched at run time (`worker/ABI.md`, "Keys fetched at run time"),
 //! on the runtime's side: the module's key exports, one long-lived instance
-//! that reads and installs every document (the keeper), and the image of
-//! its key store that every other instance receives.
+//! that keeps the fetch schedule and reads and installs every document (the
+//! keeper), and the image of its key store that every other instance
+//! receives. The keeper answers what to fetch and when ([`Keys::fetch`],
+//! [`Keys::wait`]) and what follows each document ([`Keys::fetched`]): the
+//! host only fetches.
 //!
 //! Why an image: a fresh instance per request starts from the module's
 //! initial memory, without the keys. Parsing the documents again per
@@ -17,9 +20,13 @@
 
 use std::sync::{Arc, Mutex, RwLock};
 
+use std::time::Duration;
+
+use contract::key_schedule::Why;
 use contract::key_sources::{KeySource, SourceKind};
 use wasmtime::{Memory, Module, ModuleExport, Store, TypedFunc};
 
+use crate::Runtime;
 use crate::error::{GuestError, LoadError, classify, one_line};
 use crate::limits::HostState;
 
@@ -30,7 +37,10 @@ pub(crate) struct KeyExports {
     keys_input_ptr: ModuleExport,
     keys_input_capacity: ModuleExport,
     install_keys: ModuleExport,
-    discovered: ModuleExport,
+    key_fetch: ModuleExport,
+    key_fetch_wait: ModuleExport,
+    key_fetched: ModuleExport,
+    key_fetch_failed: ModuleExport,
     key_store_ptr: ModuleExport,
     key_store_len: ModuleExport,
 }
@@ -48,7 +58,10 @@ impl KeyExports {
             keys_input_ptr: find("keys_input_ptr")?,
             keys_input_capacity: find("keys_input_capacity")?,
             install_keys: find("install_keys")?,
-            discovered: find("discovered")?,
+            key_fetch: find("key_fetch")?,
+            key_fetch_wait: find("key_fetch_wait")?,
+            key_fetched: find("key_fetched")?,
+            key_fetch_failed: find("key_fetch_failed")?,
             key_store_ptr: find("key_store_ptr")?,
             key_store_len: find("key_store_len")?,
         }))
@@ -88,9 +101,21 @@ impl From<KeySource<'_>> for KeySourceBuf {
     }
 }
 
-/// What the module said about a document: accepted (with its summary or
-/// the `jwks_uri`) or refused (with its one-line reason).
+/// What the module said about a document: accepted (with its summary) or
+/// refused (with its one-line reason).
 pub type Verdict<T> = Result<T, String>;
+
+/// What follows a document handed over in a round (`key_fetched`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoundStep {
+    /// Fetch this URL next, in the same round (the `jwks_uri` a discovery
+    /// document named).
+    Fetch(String),
+    /// The round ended with the keys installed: the module's summary.
+    Installed(String),
+    /// The round ended with the document refused: the module's reason.
+    Refused(String),
+}
 
 /// The installed keys as bytes for other instances.
 #[derive(Debug, Default)]
@@ -109,6 +134,9 @@ pub(crate) struct Keys {
     keeper: Mutex<Keeper>,
     image: RwLock<Arc<Image>>,
     capacity: usize,
+    /// The keeper's input buffer (`input_ptr`, `input_capacity`), where a
+    /// response's `Cache-Control` value goes.
+    field: (u32, u32),
 }
 
 /// The instance that reads and installs documents.
@@ -170,13 +198,34 @@ impl Keeper {
         // A longer document is passed with its true length: the module refuses it unread.
         Ok(len)
     }
+
+    /// Writes a `Cache-Control` value into the input buffer at `ptr`, of
+    /// `capacity` bytes; a longer one is not written and counts as none.
+    fn write_field(&mut self, (ptr, capacity): (u32, u32), value: &[u8]) -> Result<u32, GuestError> {
+        if value.len() > capacity as usize {
+            return Ok(0);
+        }
+        let start = ptr as usize;
+        self.memory
+            .data_mut(&mut self.store)
+            .get_mut(start..start + value.len())
+            .ok_or(GuestError::BadOutput("input buffer outside memory"))?
+            .copy_from_slice(value);
+        Ok(value.len() as u32)
+    }
 }
 
 impl Keys {
-    /// The keys of `keeper`'s module, which must export `exports`.
-    pub(crate) fn new(exports: KeyExports, mut keeper: Keeper) -> Result<Keys, GuestError> {
+    /// The keys of `keeper`'s module, which must export `exports`; its
+    /// input buffer is `field` (`input_ptr`, `input_capacity`).
+    pub(crate) fn new(
+        exports: KeyExports,
+        mut keeper: Keeper,
+        field: (u32, u32),
+    ) -> Result<Keys, GuestError> {
         let capacity = keeper.call::<(), u32>(&exports.keys_input_capacity, ())? as usize;
-        Ok(Keys { exports, keeper: Mutex::new(keeper), image: RwLock::new(Arc::default()), capacity })
+        let image = RwLock::new(Arc::default());
+        Ok(Keys { exports, keeper: Mutex::new(keeper), image, capacity, field })
     }
 
     /// The module's key-source table.
@@ -193,16 +242,6 @@ impl Keys {
     /// The largest document the module takes, in bytes.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
-    }
-
-    /// The `jwks_uri` of issuer `issuer`'s discovery document, or the
-    /// module's reason for refusing it.
-    pub(crate) fn discovered(&self, issuer: u8, document: &[u8]) -> Result<Verdict<String>, GuestError> {
-        let mut keeper = self.lock()?;
-        let len = keeper.write_document(&self.exports, document, self.capacity)?;
-        let answer = keeper.call::<(u32, u32), i32>(&self.exports.discovered, (u32::from(issuer), len))?;
-        let text = String::from_utf8_lossy(&keeper.output()?).into_owned();
-        Ok(if answer < 0 { Err(text) } else { Ok(text) })
     }
 
     /// Installs issuer `issuer`'s JWKS document at `now` in the keeper and,
@@ -222,6 +261,12 @@ impl Keys {
         if answer < 0 {
             return Ok(Err(text));
         }
+        self.take_image(&mut keeper)?;
+        Ok(Ok(text))
+    }
+
+    /// Copies the keeper's key store into a new image, after an install.
+    fn take_image(&self, keeper: &mut Keeper) -> Result<(), GuestError> {
         let ptr = keeper.call::<(), u32>(&self.exports.key_store_ptr, ())?;
         let store_len = keeper.call::<(), u32>(&self.exports.key_store_len, ())? as usize;
         let bytes = keeper
@@ -233,7 +278,7 @@ impl Keys {
         let mut image = self.image.write().map_err(|_| GuestError::BadOutput("key image lock poisoned"))?;
         let generation = image.generation + 1;
         *image = Arc::new(Image { ptr, bytes, generation });
-        Ok(Ok(text))
+        Ok(())
     }
 
     /// The current image.
@@ -263,5 +308,105 @@ impl Image {
             .ok_or(GuestError::BadOutput("key store outside memory"))?
             .copy_from_slice(&self.bytes);
         Ok(())
+    }
+}
+
+/// The key fetching a host does through the runtime: each question goes to
+/// the keeper instance.
+impl Runtime {
+    /// The module's key-source table (`ABI.md`, "Keys fetched at run
+    /// time"): empty for a module that fetches no keys.
+    pub fn key_sources(&self) -> Result<Vec<KeySourceBuf>, GuestError> {
+        self.keys.as_deref().map_or(Ok(Vec::new()), Keys::sources)
+    }
+
+    /// The largest document the module reads, in bytes (0: it fetches no keys).
+    pub fn keys_capacity(&self) -> usize {
+        self.keys.as_deref().map_or(0, Keys::capacity)
+    }
+
+    /// Asks the module whether a round of issuer `issuer`'s key fetching
+    /// starts at `now` (Unix seconds), for `why`: the URL to fetch, none, or
+    /// the module's reason for not answering (an issuer that fetches no
+    /// keys, a clock that is not a time).
+    pub fn key_fetch(&self, issuer: u8, now: f64, why: Why) -> Result<Verdict<Option<String>>, GuestError> {
+        let keys = self.keys()?;
+        let mut keeper = keys.lock()?;
+        let code = match why {
+            Why::Due => 0u32,
+            Why::Asked => 1,
+            Why::Now => 2,
+        };
+        let answer =
+            keeper.call::<(u32, f64, u32), i32>(&keys.exports.key_fetch, (u32::from(issuer), now, code))?;
+        let text = String::from_utf8_lossy(&keeper.output()?).into_owned();
+        Ok(match answer {
+            1 => Ok(Some(text)),
+            0 => Ok(None),
+            _ => Err(text),
+        })
+    }
+
+    /// How long from `now` until issuer `issuer`'s next round is due
+    /// without an ask; `None` while one is under way.
+    pub fn key_fetch_wait(&self, issuer: u8, now: f64) -> Result<Option<Duration>, GuestError> {
+        let keys = self.keys()?;
+        let mut keeper = keys.lock()?;
+        let secs = keeper.call::<(u32, f64), f64>(&keys.exports.key_fetch_wait, (u32::from(issuer), now))?;
+        match secs {
+            secs if secs.is_infinite() => Ok(None),
+            secs if secs >= 0.0 => Ok(Some(Duration::from_secs_f64(secs))),
+            _ => Err(GuestError::BadOutput("key_fetch_wait")),
+        }
+    }
+
+    /// Hands issuer `issuer`'s round the document it fetched at `now`, with
+    /// the response's `Cache-Control` value: what comes next. When the keys
+    /// were installed, every instance made or reused afterwards decides
+    /// with them.
+    pub fn key_fetched(
+        &self,
+        issuer: u8,
+        document: &[u8],
+        cache_control: &[u8],
+        now: f64,
+    ) -> Result<RoundStep, GuestError> {
+        let keys = self.keys()?;
+        let mut keeper = keys.lock()?;
+        let len = keeper.write_document(&keys.exports, document, keys.capacity)?;
+        let field_len = keeper.write_field(keys.field, cache_control)?;
+        let params = (u32::from(issuer), len, field_len, now);
+        let answer = keeper.call::<(u32, u32, u32, f64), i32>(&keys.exports.key_fetched, params)?;
+        let text = String::from_utf8_lossy(&keeper.output()?).into_owned();
+        match answer {
+            1 => Ok(RoundStep::Fetch(text)),
+            0 => {
+                keys.take_image(&mut keeper)?;
+                Ok(RoundStep::Installed(text))
+            }
+            _ => Ok(RoundStep::Refused(text)),
+        }
+    }
+
+    /// Tells the module the fetch of issuer `issuer`'s round failed at `now`.
+    pub fn key_fetch_failed(&self, issuer: u8, now: f64) -> Result<(), GuestError> {
+        let keys = self.keys()?;
+        let mut keeper = keys.lock()?;
+        match keeper.call::<(u32, f64), i32>(&keys.exports.key_fetch_failed, (u32::from(issuer), now))? {
+            0 => Ok(()),
+            _ => Err(GuestError::BadOutput("key_fetch_failed: no round under way")),
+        }
+    }
+
+    fn keys(&self) -> Result<&Keys, GuestError> {
+        self.keys.as_deref().ok_or(GuestError::BadOutput("the module fetches no keys"))
+    }
+
+    /// Has the module validate and install issuer `issuer`'s JWKS document
+    /// at `now`: its one-line summary, or its reason for refusing the
+    /// document (the installed keys then stay as they were). Every instance
+    /// made or reused afterwards decides with the new keys.
+    pub fn install_keys(&self, issuer: u8, document: &[u8], now: f64) -> Result<Verdict<String>, GuestError> {
+        self.keys()?.install(issuer, document, now)
     }
 }

@@ -36,9 +36,10 @@ mod instance;
 mod keys;
 mod limits;
 
+pub use contract::key_schedule::Why;
 pub use contract::key_sources::SourceKind;
 pub use engine::{Compiler, EngineOptions, MemoryReset, ModuleSource};
 pub use error::{GuestError, LoadError};
 pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
 pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};
-pub use keys::{KeySourceBuf, Verdict};
+pub use keys::{KeySourceBuf, RoundStep, Verdict};

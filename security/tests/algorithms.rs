@@ -409,7 +409,13 @@ fn the_build_refuses_short_rsa_keys_and_other_curves() {
     for (file, entry, expected) in [
         ("rsa-1024-jwks.json", "jwks = \"rsa-1024-jwks.json\"", "is a 1024-bit RSA key"),
         ("rsa-1024.pub.pem", "kid = \"k\"\npem = \"rsa-1024.pub.pem\"", "is a 1024-bit RSA key"),
-        ("p384-jwks.json", "jwks = \"p384-jwks.json\"", "ES256 is P-256 only"),
+        // A JWKS skips a P-384 key (jose/src/jwks.rs); one that holds nothing else has no key.
+        (
+            "p384-jwks.json",
+            "jwks = \"p384-jwks.json\"",
+            "holds no signing key this gateway verifies (1 skipped; key 0: curve \"P-384\"",
+        ),
+        ("p384.pub.pem", "kid = \"k\"\npem = \"p384.pub.pem\"", "is on curve 1.3.132.0.34"),
     ] {
         std::fs::copy(data.join(file), dir.join(file)).unwrap();
         let toml = format!("[[keys]]\n{entry}\n[[routes]]\naud = \"a\"\nupstream = \"http://h\"\n");

@@ -494,6 +494,7 @@ export const POLICY_CASES = [
   ["a token cookie name with dots for underscores", req("GET", "/orders/7", [`Cookie: ..Host-access=${ALICE_P}`]), [AMBIGUOUS_COOKIE]],
   ["other cookies with commas pass", req("GET", "/orders/7", [`Cookie: prefs=a,b; __Host-access=${ALICE_P}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "prefs=a,b"]] })]],
   ["a public path: a token cookie after a comma is taken out with its pair", req("GET", "/healthz", [`Cookie: theme=dark, __Host-access=${ALICE_P}; lang=en`]), [publicForward("GET", "/site/healthz", [["cookie", "lang=en"]])]],
+  ["cookies packed without spaces are joined again with them", req("GET", "/healthz", ["Cookie: a;b;c;d;e;f;g;h;i;j;k;l"]), [publicForward("GET", "/site/healthz", [["cookie", "a; b; c; d; e; f; g; h; i; j; k; l"]])]],
   // Roles and scopes: one reading each (SECURITY.md).
   ["a roles string with a comma is one role", admin(alice({ roles: "admin,ops" })), [ROLE_MISSING]],
 ];

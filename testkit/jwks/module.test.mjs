@@ -80,6 +80,25 @@ describe("the module's key exports", { skip: !existsSync(JWKS_WASM) && "make fix
     }
   });
 
+  test("keys the module does not verify are skipped and named; a document cut short is named as that", async () => {
+    const module = await instantiate();
+    const good = makeKey("good", "ES256");
+    const p384 = makeKey("p384", "P-384");
+    const { kty, n, e } = makeKey("enc-ops").jwk;
+    const document = JSON.stringify({ keys: [good.jwk, p384.jwk, { kty, n, e, kid: "enc-ops", key_ops: ["encrypt"] }] });
+    const [count, summary] = module.install(1, document);
+    assert.equal(count, 1, summary);
+    assert.equal(
+      summary,
+      'installed "good": 1 key for issuer 1; skipped 2 keys: key 1 (kid "p384"): curve "P-384" is not verified by this gateway, key 2 (kid "enc-ops"): key_ops does not include "verify"',
+    );
+    for (const cut of [1, 20, document.indexOf('"x":"') + 10, document.length - 1]) {
+      const [refused, reason] = module.install(1, document.slice(0, cut));
+      assert.equal(refused, -1);
+      assert.equal(reason, `JWKS document is not a JWKS document: its JSON is cut short after ${cut} bytes`);
+    }
+  });
+
   test("the key store copied into a fresh instance is the same keys", async () => {
     const first = await instantiate();
     const key = makeKey("copied", "ES256");

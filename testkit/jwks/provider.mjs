@@ -20,8 +20,9 @@ const b64url = (buf) => Buffer.from(buf).toString("base64url");
 
 /**
  * A signing key: { kid, alg, jwk (public, with kid/alg/use), privateKey }.
- * `kind` is "RS256" (bits: 2048 by default), "ES256" or "EdDSA" ("P-384"
- * and RSA bits below 2048 make keys the gateway must refuse).
+ * `kind` is "RS256" (bits: 2048 by default), "ES256" or "EdDSA"; "P-384"
+ * makes a key the gateway skips (ES384), RSA bits below 2048 one it must
+ * refuse.
  */
 export function makeKey(kid, kind = "RS256", { bits = 2048 } = {}) {
   let pair;
@@ -69,7 +70,9 @@ export function jwksOf(keys, extra = {}) {
  * override), and its `jwks_uri` is `<issuer>/jwks`.
  *
  * Every path but the discovery document serves the JWKS document set with
- * `publish(path, body)` (default: every path the same document). `behave`
+ * `publish(path, body)` (default: every path the same document);
+ * `discover({ issuer, jwksUri })` changes what the discovery document names
+ * (a provider that moves its keys, or a document for another issuer). `behave`
  * sets how the next JWKS responses misbehave (the discovery document always
  * answers):
  *   "ok" | "status500" | "hang" (never answers) | "drop" (half the body,
@@ -88,6 +91,7 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
     cacheControl: "",
     fetches: [],
     sockets: new Set(),
+    discovery: { issuer, jwksUri: `${issuer}/jwks` },
   };
   const server = createServer((req, res) => {
     const path = new URL(req.url, "http://provider").pathname;
@@ -96,7 +100,8 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
     if (path === "/.well-known/openid-configuration") {
       // The discovery document always answers: the misbehaviour is the JWKS's.
       res.writeHead(200, headers);
-      return res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks`, id_token_signing_alg_values_supported: ["RS256"] }));
+      const { issuer: named, jwksUri } = state.discovery;
+      return res.end(JSON.stringify({ issuer: named, jwks_uri: jwksUri, id_token_signing_alg_values_supported: ["RS256"] }));
     }
     const body = state.documents.get(path) ?? state.fallback;
     if (state.cacheControl) headers["cache-control"] = state.cacheControl;
@@ -161,6 +166,10 @@ export async function startProvider({ issuer = "http://idp.test" } = {}) {
         state.documents.clear();
         state.fallback = body;
       } else state.documents.set(path, body);
+    },
+    /** What the discovery document names from now on: `issuer` and `jwksUri` (each defaults to the start's). */
+    discover({ issuer: named = issuer, jwksUri = `${issuer}/jwks` } = {}) {
+      state.discovery = { issuer: named, jwksUri };
     },
     /** How the next responses behave (see above). */
     behave(mode, { delayMs = 0 } = {}) {

@@ -93,11 +93,14 @@ function pinnedKey() {
 
 /**
  * Each host: [name, start(overrides, { serveBeforeKeys }) -> { port, proc },
- * { refreshesOnRequests }]. A host is required in `make test` (REQUIRE_* set)
- * and skipped elsewhere when it is not built. `refreshesOnRequests`: the
- * host starts a due refresh when a request comes (workerd, whose isolates
- * run no timer between requests), so the tests that wait for a refresh send
- * traffic meanwhile; the other hosts refresh on a timer, with no traffic.
+ * { refreshesOnRequests, fetchers }]. A host is required in `make test`
+ * (REQUIRE_* set) and skipped elsewhere when it is not built.
+ * `refreshesOnRequests`: the host starts a due refresh when a request comes
+ * (workerd, whose isolates run no timer between requests), so the tests
+ * that wait for a refresh send traffic meanwhile; the other hosts refresh on
+ * a timer, with no traffic. `fetchers`: how many module instances fetch on
+ * their own schedule (Envoy runs one VM on its main thread and one per
+ * worker thread, each with its own core: 2 with `--concurrency 1`).
  */
 const HOSTS = [];
 const required = (name) => process.env[name] === "1";
@@ -120,20 +123,24 @@ if (existsSync(JWKS_WASM) || required("REQUIRE_HOST_SIM")) {
   ]);
 }
 if ((envoyFilterReady() && existsSync(JWKS_ENVOY_WASM)) || required("REQUIRE_ENVOY")) {
-  HOSTS.push(["envoy + gateway filter", (overrides) => startEnvoyFilter(overrides, { wasm: JWKS_ENVOY_WASM, config: JWKS_CONFIG })]);
+  HOSTS.push([
+    "envoy + gateway filter",
+    (overrides) => startEnvoyFilter(overrides, { wasm: JWKS_ENVOY_WASM, config: JWKS_CONFIG }),
+    { fetchers: 2 },
+  ]);
 }
-// The wasi:http component fetches on requests (wasi:http has no timer), in
-// the instance wasmtime serve gives the request: one kept for every request
+// The wasi:http component asks on requests (wasi:http has no timer), in the
+// instance wasmtime serve gives the request: one kept for every request
 // (told to), or its default, a fresh one per request (`keysPerRequest`: no
-// keys outlive a request, so a request that needs fetched keys fetches them,
-// and a failed fetch fails it closed; deploy/wasi-http/README.md).
+// keys outlive a request, so a request that needs fetched keys runs a round
+// for them, and a failed round fails it closed; deploy/wasi-http/README.md).
 if (wasiHttpReady() || required("REQUIRE_WASI_HTTP")) {
   const jwks = (overrides, serveArgs) => startWasiHttp(overrides, WASI_HTTP_FIXTURES.jwks, serveArgs);
   HOSTS.push(["wasmtime serve, one instance reused", (overrides) => jwks(overrides, REUSE_ONE_INSTANCE), { refreshesOnRequests: true }]);
   HOSTS.push(["wasmtime serve, an instance per request", (overrides) => jwks(overrides, []), { refreshesOnRequests: true, keysPerRequest: true }]);
 }
 
-for (const [name, start, { refreshesOnRequests = false, keysPerRequest = false } = {}] of HOSTS) {
+for (const [name, start, { refreshesOnRequests = false, fetchers = 1, keysPerRequest = false } = {}] of HOSTS) {
   describe(`keys fetched at run time: ${name}`, () => {
     let provider;
     let recorder;
@@ -197,16 +204,18 @@ for (const [name, start, { refreshesOnRequests = false, keysPerRequest = false }
     test("refused documents keep the last good keys, with a one-line log naming what is wrong", async () => {
       const good = signToken(keyA, claims(IDP));
       const rsa1024 = makeKey("short", "RS256", { bits: 1024 });
-      const p384 = makeKey("p384", "P-384");
+      // A real document cut short in the middle of its first key's "n", served whole (200, its own length).
+      const whole = jwksOf([keyA, keyB, keyC]);
+      const cut = whole.slice(0, whole.indexOf('"n":"') + 40);
       const refusals = [
-        ["garbage", () => provider.behave("garbage"), /keys: issuer 0 \S+: refused: JWKS document is not a JWKS document/],
+        ["garbage", () => provider.behave("garbage"), /keys: issuer 0 \S+: refused: JWKS document is not a JWKS document: not strict JSON at byte 0$/m],
+        ["cut short", () => provider.publish("*", cut), new RegExp(`keys: issuer 0 \\S+: refused: JWKS document is not a JWKS document: its JSON is cut short after ${cut.length} bytes$`, "m")],
         ["500", () => provider.behave("status500"), /keys: issuer 0 \S+: fetch failed: status 500/],
         ["RSA-1024", () => provider.publish("*", jwksOf([keyA, rsa1024])), /refused: JWKS key 1 \(kid "short"\) is a 1024-bit RSA key/],
-        ["P-384", () => provider.publish("*", jwksOf([keyA, p384])), /refused: JWKS key 1 \(kid "p384"\) is on curve "P-384"/],
         ["private key", () => provider.publish("*", jwksOf([keyA], { "key-a": { d: "AQAB" } })), /refused: JWKS key 0 \(kid "key-a"\) holds private key material \("d"\)/],
         ["duplicate kid", () => provider.publish("*", jwksOf([keyA, { ...keyB, jwk: { ...keyB.jwk, kid: "key-a" } }])), /refused: JWKS key 1 \(kid "key-a"\) has a kid another key/],
         ["10 MB", () => provider.behave("huge"), /keys: issuer 0 \S+: fetch failed: larger than 65536 bytes/],
-        ["cut short", () => provider.behave("drop"), /keys: issuer 0 \S+: fetch failed: /],
+        ["connection cut", () => provider.behave("drop"), /keys: issuer 0 \S+: fetch failed: /],
         ["no answer", () => provider.behave("hang"), /keys: issuer 0 \S+: fetch failed: timed out/],
       ];
       for (const [what, misbehave, logged] of refusals) {
@@ -228,11 +237,94 @@ for (const [name, start, { refreshesOnRequests = false, keysPerRequest = false }
       provider.publish("*", jwksOf([keyA, keyB, keyC]));
     });
 
+    test("keys this gateway does not verify are skipped and named; the document's other keys install", async () => {
+      // Published side by side, as providers do: a P-384 signing key, an RSA key for PS256, and an
+      // RSA key whose key_ops say it encrypts (RFC 7517 section 4.3), with no use.
+      const p384 = makeKey("p384", "P-384");
+      const ps256 = makeKey("ps256");
+      const encrypting = makeKey("enc-ops");
+      const { kty, n, e } = encrypting.jwk;
+      const document = JSON.stringify({
+        keys: [keyA.jwk, p384.jwk, { ...ps256.jwk, alg: "PS256" }, { kty, n, e, kid: "enc-ops", key_ops: ["encrypt"] }, keyB.jwk],
+      });
+      provider.behave("ok");
+      provider.publish("*", document);
+      await waitForFetch(provider, "/jwks", provider.now(), traffic);
+      const ok = await until(host.port, signToken(keyB, claims(IDP)), 200);
+      assert.equal(ok.status, 200, `the document was installed: ${ok.body}`);
+      assert.match(
+        host.proc.output(),
+        /keys: issuer 0 \S+: installed "key-a" "key-b": 2 keys for issuer 0; skipped 3 keys: key 1 \(kid "p384"\): curve "P-384" is not verified by this gateway, key 2 \(kid "ps256"\): alg "PS256" is not verified by this gateway, key 3 \(kid "enc-ops"\): key_ops does not include "verify"$/m,
+      );
+      // The encryption key is no signing key: a token it signed names an unknown kid.
+      const encrypted = await call(host.port, signToken(encrypting, claims(IDP)));
+      assert.equal(encrypted.status, 401, encrypted.body);
+      assert.match(encrypted.body, /unknown kid/);
+      provider.publish("*", jwksOf([keyA, keyB, keyC]));
+    });
+
+    test("the discovery document is read every round: a new jwks_uri is followed on the refresh schedule", async () => {
+      const keyD = makeKey("key-d", "ES256");
+      provider.behave("ok");
+      provider.publish("/jwks-moved", jwksOf([keyA, keyD]));
+      provider.discover({ jwksUri: `${IDP}/jwks-moved` });
+      try {
+        const moved = await until(host.port, signToken(keyD, claims(IDP)), 200);
+        assert.equal(moved.status, 200, `the moved document was installed: ${moved.body}`);
+        // Rounds of refresh_secs 2 (per fetching instance): each reads discovery, then the document
+        // it names, and never the old one.
+        const since = provider.now();
+        const rounds = Date.now() + 5000;
+        while (Date.now() < rounds) await Promise.all([sleep(200), traffic?.()]);
+        await sleep(300);
+        const discovery = provider.fetchesOf("/.well-known/openid-configuration", since);
+        const followed = provider.fetchesOf("/jwks-moved", since);
+        // An instance per request runs a round for every request that needs the keys.
+        const [low, high] = keysPerRequest ? [2, Infinity] : [2 * fetchers, 3 * fetchers + 1];
+        assert.ok(discovery >= low && discovery <= high, `${discovery} discovery fetches in 5 s by ${fetchers} instance(s)`);
+        assert.ok(Math.abs(discovery - followed) <= fetchers, `${discovery} discovery fetches, ${followed} of the document it names`);
+        assert.equal(provider.fetchesOf("/jwks", since), 0, "the old jwks_uri is not fetched");
+        assert.match(host.proc.output(), /keys: issuer 0 http:\/\/idp\.test\/jwks-moved: installed "key-a" "key-d": 2 keys for issuer 0$/m);
+      } finally {
+        provider.discover();
+        provider.publish("*", jwksOf([keyA, keyB, keyC]));
+        await waitForFetch(provider, "/jwks", provider.now(), traffic);
+      }
+    });
+
+    test("a discovery document that names another issuer is refused, and the document it names never fetched", async () => {
+      const keyE = makeKey("key-e", "EdDSA");
+      provider.behave("ok");
+      provider.publish("/jwks-other", jwksOf([keyA, keyE]));
+      const since = provider.now();
+      provider.discover({ issuer: "http://other.test", jwksUri: `${IDP}/jwks-other` });
+      try {
+        await waitForFetch(provider, "/.well-known/openid-configuration", since, traffic);
+        const window = Date.now() + 3000;
+        while (Date.now() < window) await Promise.all([sleep(200), traffic?.()]);
+        assert.match(
+          host.proc.output(),
+          /keys: issuer 0 http:\/\/idp\.test\/\.well-known\/openid-configuration: refused: discovery document names an issuer other than the configured iss$/m,
+        );
+        assert.ok(provider.fetchesOf("/.well-known/openid-configuration", since) >= 2, "discovery is read again, with backoff");
+        assert.equal(provider.fetchesOf("/jwks-other", since), 0, "the refused document's jwks_uri is not fetched");
+        assert.equal(provider.fetchesOf("/jwks", since), 0, "no JWKS is fetched while discovery is refused");
+        // An instance per request installed no keys before: it fails closed.
+        const other = await call(host.port, signToken(keyE, claims(IDP)));
+        assert.equal(other.status, keysPerRequest ? 503 : 401, other.body);
+        // The keys installed before stay, until max_stale_secs.
+        assert.equal((await call(host.port, signToken(keyA, claims(IDP)))).status, keysPerRequest ? 503 : 200);
+      } finally {
+        provider.discover();
+        await waitForFetch(provider, "/jwks", provider.now(), traffic);
+      }
+    });
+
     test("a response field that is not UTF-8 text changes nothing: the document is installed", async () => {
       provider.behave("latin1");
       provider.publish("*", jwksOf([keyA, keyB]));
       const since = provider.now();
-      await waitForFetch(provider, "/jwks", since);
+      await waitForFetch(provider, "/jwks", since, traffic);
       const ok = await until(host.port, signToken(keyB, claims(IDP)), 200);
       assert.equal(ok.status, 200, ok.body);
       assert.equal((await call(host.port, signToken(keyA, claims(IDP)))).status, 200);

@@ -14,6 +14,9 @@ use crate::http::target::MAX_TARGET_LEN;
 use crate::keys::FetchedKeys;
 use crate::reject::Rejection;
 
+#[cfg(runtime_keys)]
+mod keys;
+
 /// The contract version; a host refuses a module whose version it does not know.
 pub use contract::ABI_VERSION;
 
@@ -48,6 +51,8 @@ pub struct Instance {
     fetched: FetchedKeys,
     #[cfg(runtime_keys)]
     keys_input: [u8; crate::keys::DOCUMENT_CAPACITY],
+    #[cfg(runtime_keys)]
+    rounds: crate::keys::Rounds,
 }
 
 impl Instance {
@@ -61,6 +66,8 @@ impl Instance {
             fetched: FetchedKeys::new(),
             #[cfg(runtime_keys)]
             keys_input: [0; crate::keys::DOCUMENT_CAPACITY],
+            #[cfg(runtime_keys)]
+            rounds: crate::keys::Rounds::new(),
         }
     }
 
@@ -118,148 +125,6 @@ impl Instance {
     /// The last answer's output: the first `output_len` bytes of the arena.
     pub fn output(&self) -> &[u8] {
         &self.scratch[..self.output_len]
-    }
-}
-
-#[cfg(runtime_keys)]
-impl Instance {
-    /// The buffer the host writes a fetched document into.
-    pub fn keys_input_mut(&mut self) -> &mut [u8; crate::keys::DOCUMENT_CAPACITY] {
-        &mut self.keys_input
-    }
-
-    /// Writes the key-source table into the output (`ABI.md`, "Keys
-    /// fetched at run time"), so a host learns what to fetch from the module.
-    pub fn key_sources(&mut self, config: &Config<'_>) -> u32 {
-        let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
-        let mut first = true;
-        let mut written = Ok(());
-        for (i, issuer) in config.issuers.iter().enumerate() {
-            let (Some(fetch), Ok(issuer)) = (issuer.fetch, u8::try_from(i)) else { continue };
-            let source = contract::key_sources::KeySource {
-                issuer,
-                kind: fetch.kind,
-                url: fetch.url,
-                refresh_secs: fetch.refresh_secs,
-                refetch_secs: fetch.refetch_secs,
-                timeout_ms: fetch.timeout_ms,
-                max_stale_secs: fetch.max_stale_secs,
-            };
-            written = written.and(out.key_source(first, &source));
-            first = false;
-        }
-        self.output_len = if written.is_ok() { out.written() } else { 0 };
-        self.output_len as u32
-    }
-
-    /// Installs the JWKS document of `len` bytes in the document buffer for
-    /// issuer `issuer` at `now`: the number of keys installed, the output a
-    /// summary; or -1, the output the reason, and nothing changed.
-    pub fn install_keys(&mut self, issuer: u32, len: u32, now: f64, config: &Config<'_>) -> i32 {
-        let mut line = Line::new(&mut self.scratch[..OUTPUT_CAPACITY]);
-        let result = match (self.keys_input.get(..len as usize), decide::clock(now)) {
-            (None, _) => Err(crate::keys::InstallError::Document(gateway_jose::jwks::JwksError {
-                key: None,
-                kind: gateway_jose::jwks::JwksErrorKind::TooLarge(len as usize),
-            })),
-            (_, Err(_)) => Err(crate::keys::InstallError::Clock),
-            (Some(document), Ok(now)) => {
-                self.fetched.install(issuer as usize, document, now, config, &mut line)
-            }
-        };
-        let answer = match result {
-            // The new generation empties the cache of verified tokens.
-            Ok(count) => i32::try_from(count).unwrap_or(i32::MAX),
-            Err(error) => {
-                line.clear();
-                let _ = core::fmt::Write::write_fmt(&mut line, format_args!("{error}"));
-                -1
-            }
-        };
-        self.output_len = line.len;
-        answer
-    }
-
-    /// Reads the OpenID discovery document of `len` bytes in the document
-    /// buffer for issuer `issuer`: the length of its `jwks_uri`, written to
-    /// the output; or -1, the output the reason.
-    pub fn discovered(&mut self, issuer: u32, len: u32, config: &Config<'_>) -> i32 {
-        use gateway_jose::discovery;
-        let mut line = Line::new(&mut self.scratch[..OUTPUT_CAPACITY]);
-        let entry = config.issuers.get(issuer as usize);
-        let source = entry.and_then(|e| Some((e.iss?, e.fetch?)));
-        let result = match (source, self.keys_input.get(..len as usize)) {
-            (None, _) => Err(None),
-            (Some(_), None) => Err(Some(discovery::DiscoveryError::TooLarge(len as usize))),
-            (Some((iss, fetch)), Some(document)) => {
-                let mut uri = [0u8; discovery::MAX_URI_BYTES];
-                let over_https = fetch.url.starts_with("https://");
-                discovery::jwks_uri(document, iss, over_https, &mut uri)
-                    .map(|uri| line.push(uri))
-                    .map_err(Some)
-            }
-        };
-        let answer = match result {
-            Ok(()) => line.len as i32,
-            Err(error) => {
-                line.clear();
-                let _ = match error {
-                    Some(error) => {
-                        core::fmt::Write::write_fmt(&mut line, format_args!("discovery document {error}"))
-                    }
-                    None => core::fmt::Write::write_fmt(
-                        &mut line,
-                        format_args!("issuer {issuer} fetches no keys"),
-                    ),
-                };
-                -1
-            }
-        };
-        self.output_len = line.len;
-        answer
-    }
-
-    /// The installed keys, as bytes another instance of this module can
-    /// take at the same address (`key_store_ptr`).
-    pub fn key_store(&self) -> (*const u8, usize) {
-        (core::ptr::addr_of!(self.fetched).cast(), self.fetched.used_len())
-    }
-}
-
-/// One line of text written into the output, cut short rather than overrun.
-#[cfg(runtime_keys)]
-struct Line<'o> {
-    buf: &'o mut [u8],
-    len: usize,
-}
-
-#[cfg(runtime_keys)]
-impl<'o> Line<'o> {
-    fn new(buf: &'o mut [u8]) -> Self {
-        Line { buf, len: 0 }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    fn push(&mut self, text: &str) {
-        let _ = core::fmt::Write::write_str(self, text);
-    }
-}
-
-#[cfg(runtime_keys)]
-impl core::fmt::Write for Line<'_> {
-    fn write_str(&mut self, text: &str) -> core::fmt::Result {
-        // Only printable ASCII reaches the output: a kid or a member in a
-        // message is escaped by `Debug`, and anything else is replaced.
-        for &b in text.as_bytes() {
-            if let Some(slot) = self.buf.get_mut(self.len) {
-                *slot = if (0x20..0x7f).contains(&b) { b } else { b'?' };
-                self.len += 1;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -363,12 +228,43 @@ mod exports {
         instance().install_keys(issuer, len, now, compiled_config())
     }
 
-    /// Reads the discovery document of `len` bytes for issuer `issuer`:
-    /// the length of its `jwks_uri` in the output, or -1.
+    /// Whether a round of issuer `issuer`'s fetching starts at `now`, asked
+    /// for `why`: 1 (its URL in the output), 0, or -1 (the output says why).
     #[cfg(runtime_keys)]
     #[unsafe(no_mangle)]
-    pub extern "C" fn discovered(issuer: u32, len: u32) -> i32 {
-        instance().discovered(issuer, len, compiled_config())
+    pub extern "C" fn key_fetch(issuer: u32, now: f64, why: u32) -> i32 {
+        instance().key_fetch(issuer, now, why, compiled_config())
+    }
+
+    /// Seconds from `now` until issuer `issuer`'s next round is due.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_fetch_wait(issuer: u32, now: f64) -> f64 {
+        instance().key_fetch_wait(issuer, now, compiled_config())
+    }
+
+    /// The round's document of `len` bytes, its `Cache-Control` value of
+    /// `field_len` bytes at `input_ptr()`: 1 (the next URL in the output),
+    /// 0 (installed) or -1 (refused).
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_fetched(issuer: u32, len: u32, field_len: u32, now: f64) -> i32 {
+        instance().key_fetched(issuer, len, field_len, now, compiled_config())
+    }
+
+    /// The round's fetch failed at `now`: 0, or -1.
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_fetch_failed(issuer: u32, now: f64) -> i32 {
+        instance().key_fetch_failed(issuer, now, compiled_config())
+    }
+
+    /// A JWKS document another instance fetched at `fetched_at`: 0
+    /// (installed), 1 (not newer) or -1 (refused).
+    #[cfg(runtime_keys)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn key_stored(issuer: u32, len: u32, field_len: u32, fetched_at: f64, now: f64) -> i32 {
+        instance().key_stored(issuer, len, field_len, fetched_at, now, compiled_config())
     }
 
     /// Where the installed keys start.

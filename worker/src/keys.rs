@@ -171,7 +171,11 @@ mod fetched;
 #[cfg(all(test, runtime_keys))]
 pub(crate) use fetched::tests::FETCH as TEST_FETCH;
 #[cfg(runtime_keys)]
+mod rounds;
+#[cfg(runtime_keys)]
 pub use fetched::{DOCUMENT_CAPACITY, FetchedKeys, InstallError};
+#[cfg(runtime_keys)]
+pub use rounds::{MAX_SKEW_SECS, Next, Refusal, RoundError, Rounds, Stored};
 
 /// The keys fetched at run time: none in a module whose config fetches no
 /// keys (no bytes, no memory), the store of [`fetched`] otherwise.

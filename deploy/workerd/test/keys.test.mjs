@@ -1,6 +1,7 @@
 // Keys fetched at run time, the shim's side (keys.mjs and gateway.mjs): the
-// key-source table, the schedule's timing (pure functions), and the fetching
-// itself with the real module built from testkit/fixture-jwks.toml (`make
+// key-source table, the module's answers to the schedule's questions (the
+// schedule is the module's: the shim only asks), and the fetching itself
+// with the real module built from testkit/fixture-jwks.toml (`make
 // fixture`) against the test provider over real HTTP, in Node.js and in
 // workerd. testkit/jwks/rotation.test.mjs holds the expectations every host
 // meets; these are the shim's own.
@@ -12,7 +13,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Gateway, parseUpstreamOverride } from "../gateway.mjs";
-import { KeyFetcher, fetchDocument, isDue, kvStore, mayFetchOnRequest, maxAgeOf, nextFetchDelay, readKeySources } from "../keys.mjs";
+import { KeyFetcher, fetchDocument, kvStore, readKeySources } from "../keys.mjs";
 import { ROOT, startEcho, startWorkerd } from "../harness.mjs";
 import { fixtureRsaKey, jwksOf, makeKey, signToken, startProvider } from "../../../testkit/jwks/provider.mjs";
 
@@ -33,7 +34,6 @@ const bearer = (token) => new Request("http://gw/orders/x", { headers: { authori
 
 /** The fixture's table, as its module writes it. */
 const TABLE = "0 discovery http://idp.test/.well-known/openid-configuration 2 1 1000 30\n1 jwks http://jwks.test/keys.json 600 1 1000 86400";
-const SOURCE = { issuer: 1, kind: "jwks", url: "http://h/k", refreshSecs: 600, refetchSecs: 60, timeoutMs: 5000, maxStaleSecs: 86400 };
 
 describe("the key-source table", () => {
   test("the fixture module's table, read as contract/src/key_sources.rs reads it", () => {
@@ -66,42 +66,54 @@ describe("the key-source table", () => {
   });
 });
 
-describe("the schedule (pure)", () => {
-  test("after a success: refresh_secs, or max-age clamped to [refetch_secs, refresh_secs]", () => {
-    assert.equal(nextFetchDelay(SOURCE, { ok: true, maxAge: null }), 600);
-    assert.equal(nextFetchDelay(SOURCE, { ok: true, maxAge: 120 }), 120);
-    assert.equal(nextFetchDelay(SOURCE, { ok: true, maxAge: 0 }), 60);
-    assert.equal(nextFetchDelay(SOURCE, { ok: true, maxAge: 86400 }), 600);
+describe("the schedule: the module's answers, on a clock the test moves", () => {
+  /** A gateway on the fixture module whose clock (Unix seconds) the test sets; its keysModule(). */
+  const stepped = () => {
+    const clock = { secs: 1_800_000_000 };
+    const gateway = new Gateway(jwksModule, { now: () => clock.secs, log: () => {} });
+    return { clock, module: gateway.keysModule() };
+  };
+  const jwks = () => new TextEncoder().encode(jwksOf([fixtureRsaKey("key-a")]));
+  const discovery = (jwksUri) => new TextEncoder().encode(JSON.stringify({ issuer: IDP, jwks_uri: jwksUri }));
+
+  test("a discovery source: every round reads discovery, then the document it names", () => {
+    const { clock, module } = stepped();
+    assert.equal(module.fetch(0, "due"), "http://idp.test/.well-known/openid-configuration", "the first round at once");
+    assert.equal(module.wait(0), Infinity, "under way");
+    assert.equal(module.fetch(0, "now"), null, "one round at a time");
+    assert.deepEqual(module.fetched(0, discovery("http://idp.test/jwks"), ""), { n: 1, text: "http://idp.test/jwks" });
+    const installed = module.fetched(0, jwks(), "");
+    assert.equal(installed.n, 0, installed.text);
+    assert.equal(module.wait(0), 2, "refresh_secs 2");
+    clock.secs += 2;
+    assert.equal(module.fetch(0, "due"), "http://idp.test/.well-known/openid-configuration", "discovery again");
+    assert.deepEqual(module.fetched(0, discovery("http://idp.test/moved"), ""), { n: 1, text: "http://idp.test/moved" });
+    assert.equal(module.failed(0).n, 0);
+    assert.equal(module.wait(0), 1, "a failed round: retried after 1 s");
   });
 
-  test("after failures: 1, 2, 4, ... seconds, at most refetch_secs", () => {
-    const delays = [1, 2, 3, 4, 5, 6, 7, 40].map((failures) => nextFetchDelay(SOURCE, { ok: false, failures }));
-    assert.deepEqual(delays, [1, 2, 4, 8, 16, 32, 60, 60]);
-    assert.equal(nextFetchDelay({ ...SOURCE, refetchSecs: 1 }, { ok: false, failures: 3 }), 1);
+  test("after a success refresh_secs, or max-age within [refetch_secs, refresh_secs]; failures back off", () => {
+    const { clock, module } = stepped();
+    for (const [cacheControl, wait] of [["", 600], ["max-age=120", 120], ["public, max-age=0", 1], ["max-age=86400", 600], ["max-age=5\u00ff", 600]]) {
+      assert.equal(module.fetch(1, "now"), "http://jwks.test/keys.json");
+      assert.equal(module.fetched(1, jwks(), cacheControl).n, 0);
+      assert.equal(module.wait(1), wait, cacheControl);
+    }
+    assert.equal(module.fetch(1, "now"), "http://jwks.test/keys.json");
+    assert.equal(module.failed(1).n, 0);
+    assert.equal(module.wait(1), 1, "1 s, capped at refetch_secs 1");
+    clock.secs += 1;
+    assert.equal(module.fetch(1, "due"), "http://jwks.test/keys.json");
   });
 
-  test("max-age is read from Cache-Control, other directives ignored", () => {
-    assert.equal(maxAgeOf(null), null);
-    assert.equal(maxAgeOf("no-store"), null);
-    assert.equal(maxAgeOf("public, max-age=300"), 300);
-    assert.equal(maxAgeOf("MAX-AGE = \"45\", must-revalidate"), 45);
-    assert.equal(maxAgeOf("s-maxage=10"), null);
-    assert.equal(maxAgeOf("max-age=-1"), null);
-    assert.equal(maxAgeOf("max-age=1x"), null);
-  });
-
-  test("an answer's ~ line fetches unless one is in flight or started within refetch_secs", () => {
-    const at = 1_000_000;
-    assert.equal(mayFetchOnRequest(SOURCE, { inFlight: null, startedMs: -Infinity }, at), true);
-    assert.equal(mayFetchOnRequest(SOURCE, { inFlight: null, startedMs: at - 59_999 }, at), false);
-    assert.equal(mayFetchOnRequest(SOURCE, { inFlight: null, startedMs: at - 60_000 }, at), true);
-    assert.equal(mayFetchOnRequest(SOURCE, { inFlight: Promise.resolve(), startedMs: -Infinity }, at), false);
-  });
-
-  test("a scheduled fetch is due when its time came and none is in flight", () => {
-    assert.equal(isDue({ inFlight: null, nextMs: 10 }, 9), false);
-    assert.equal(isDue({ inFlight: null, nextMs: 10 }, 10), true);
-    assert.equal(isDue({ inFlight: Promise.resolve(), nextMs: 10 }, 11), false);
+  test("a decision's ~ line: a round at once, once per refetch_secs", () => {
+    const { clock, module } = stepped();
+    assert.equal(module.fetch(1, "due"), "http://jwks.test/keys.json");
+    assert.equal(module.fetched(1, jwks(), "").n, 0);
+    assert.equal(module.fetch(1, "asked"), null, "within refetch_secs of the last start");
+    clock.secs += 1;
+    assert.equal(module.fetch(1, "asked"), "http://jwks.test/keys.json");
+    assert.equal(module.fetch(7, "due"), null, "an issuer without a source");
   });
 });
 
@@ -158,14 +170,14 @@ describe("fetching a document within the contract's limits", () => {
     await provider?.stop();
   });
 
-  test("200: the bytes and the max-age", async () => {
+  test("200: the bytes and the Cache-Control value", async () => {
     provider.behave("ok");
     provider.publish("*", '{"keys":[]}');
     provider.cacheControl("max-age=30");
     const got = await fetchDocument(`${provider.origin}/jwks`, 1000, CAPACITY);
     provider.cacheControl("");
     assert.equal(new TextDecoder().decode(got.bytes), '{"keys":[]}');
-    assert.equal(got.maxAge, 30);
+    assert.equal(got.cacheControl, "max-age=30");
   });
 
   test("each failure has its reason", async () => {
@@ -221,18 +233,20 @@ function gatewayFor(provider, upstream) {
   return { gateway, lines };
 }
 
-/** A KeyFetcher on `gateway`'s module whose clock the test moves; its background fetches collected. */
-function steppedFetcher(gateway, lines) {
-  gateway.instance.exports.key_sources();
-  const clock = { ms: 1_000_000 };
+/**
+ * `gatewayFor`, on a clock (Unix seconds) the test moves: the module's
+ * schedule reads it. Its key fetcher, and its background rounds collected.
+ */
+function steppedGateway(provider, upstream) {
+  const clock = { secs: 1_800_000_000 };
+  const lines = [];
+  const gateway = new Gateway(jwksModule, { now: () => clock.secs, log: (line) => lines.push(line) });
+  gateway.upstreamOverride = parseUpstreamOverride(
+    `${IDP}=${provider.origin},${JWKS}=${provider.origin},${ROUTE_ORIGIN}=${upstream}`,
+    gateway.routes(),
+  );
   const started = [];
-  const keys = new KeyFetcher(readKeySources(gateway.instance.output()), {
-    module: gateway.keysModule(),
-    mapUrl: (url) => gateway.mapUrl(url),
-    now: () => clock.ms,
-    log: (line) => lines.push(line),
-  });
-  return { keys, clock, started, waitUntil: (p) => started.push(p) };
+  return { gateway, keys: gateway.keys, module: gateway.keys.module, lines, clock, started, waitUntil: (p) => started.push(p) };
 }
 
 describe("the shim fetches keys with the real module (Node.js)", () => {
@@ -256,9 +270,7 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
   });
 
   test("one line per outcome, naming the URL as the module names it", async () => {
-    const { gateway, lines } = fresh();
-    const { keys } = steppedFetcher(gateway, lines);
-    const jwks = keys.issuers.get(1);
+    const { keys, lines, clock } = steppedGateway(env.provider, env.echo.addresses.orders);
     for (const [mode, publish] of [
       ["ok", jwksOf([keyA])],
       ["ok", jwksOf([makeKey("short", "RS256", { bits: 1024 })])],
@@ -269,14 +281,15 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     ]) {
       env.provider.behave(mode);
       if (publish) env.provider.publish("*", publish);
-      await keys.refresh(jwks);
+      clock.secs += 1;
+      await keys.start(1, "now");
     }
     env.provider.behave("ok");
     env.provider.publish("*", jwksOf([keyA]));
     const expected = [
       /^installed "key-a": 1 key for issuer 1$/,
       /^refused: JWKS key 0 \(kid "short"\) is a 1024-bit RSA key/,
-      /^refused: JWKS document is not a JWKS document/,
+      /^refused: JWKS document is not a JWKS document: not strict JSON at byte 0$/,
       /^fetch failed: status 500$/,
       new RegExp(`^fetch failed: larger than ${CAPACITY} bytes$`),
       /^fetch failed: timed out$/,
@@ -289,78 +302,69 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     });
   });
 
-  test("discovery: the jwks_uri is fetched; after a failed JWKS fetch the next round reads discovery again", async () => {
-    const { gateway, lines } = fresh();
-    const { keys } = steppedFetcher(gateway, lines);
-    const idp = keys.issuers.get(0);
+  test("discovery: every round reads the discovery document, then the jwks_uri it names", async () => {
+    const { keys, lines, clock } = steppedGateway(env.provider, env.echo.addresses.orders);
     env.provider.behave("ok");
-    let since = mark(env.provider);
-    await keys.refresh(idp);
-    await keys.refresh(idp);
-    assert.equal(since("/.well-known/openid-configuration"), 1, "discovery read once while the JWKS fetches succeed");
+    const since = mark(env.provider);
+    await keys.start(0, "due");
+    clock.secs += 2;
+    await keys.start(0, "due");
+    assert.equal(since("/.well-known/openid-configuration"), 2, "discovery read on every round");
     assert.equal(since("/jwks"), 2);
     env.provider.behave("status500");
-    await keys.refresh(idp);
+    clock.secs += 2;
+    await keys.start(0, "due");
     env.provider.behave("ok");
-    since = mark(env.provider);
-    await keys.refresh(idp);
-    assert.equal(since("/.well-known/openid-configuration"), 1);
-    assert.equal(since("/jwks"), 1);
-    assert.equal(lines.at(-2), "keys: issuer 0 http://idp.test/jwks: fetch failed: status 500");
-    assert.match(lines.at(-1), /^keys: issuer 0 http:\/\/idp\.test\/jwks: installed /);
+    assert.equal(lines.at(-1), "keys: issuer 0 http://idp.test/jwks: fetch failed: status 500");
+    assert.match(lines.at(-2), /^keys: issuer 0 http:\/\/idp\.test\/jwks: installed /);
   });
 
-  test("refreshes start when due, in the background; failures back off; max-age moves the next one", async () => {
-    const { gateway, lines } = fresh();
-    const { keys, clock, started, waitUntil } = steppedFetcher(gateway, lines);
+  test("rounds start when the module says they are due, in the background; failures back off; max-age moves the next one", async () => {
+    const { keys, module, clock, started, waitUntil } = steppedGateway(env.provider, env.echo.addresses.orders);
     env.provider.behave("ok");
     const first = keys.beforeDecision(waitUntil);
     assert.ok(first, "the first request waits");
     await first;
-    const idp = keys.issuers.get(0);
-    const jwks = keys.issuers.get(1);
-    assert.equal(idp.nextMs, clock.ms + 2000, "refresh_secs 2");
-    assert.equal(jwks.nextMs, clock.ms + 600_000, "refresh_secs 600");
+    assert.equal(module.wait(0), 2, "refresh_secs 2");
+    assert.equal(module.wait(1), 600, "refresh_secs 600");
     started.length = 0;
     // Not yet due: nothing starts.
-    clock.ms += 1999;
+    clock.secs += 1.999;
     assert.equal(keys.beforeDecision(waitUntil), null);
     assert.equal(started.length, 0);
-    // Due: the discovery issuer's refresh starts in the background; it fails.
-    clock.ms += 1;
+    // Due: the discovery issuer's round starts in the background; it fails.
+    clock.secs += 0.001;
     env.provider.behave("status500");
     assert.equal(keys.beforeDecision(waitUntil), null);
     assert.equal(started.length, 1);
     await Promise.all(started);
-    assert.equal(idp.failures, 1);
-    assert.equal(idp.nextMs, clock.ms + 1000, "the first retry after 1 s (refetch_secs 1 caps the rest)");
+    assert.equal(module.wait(0), 1, "the first retry after 1 s (refetch_secs 1 caps the rest)");
     // A max-age of 0 is clamped to refetch_secs, 86400 to refresh_secs.
     env.provider.behave("ok");
-    for (const [maxAge, delay] of [["0", 1000], ["86400", 600_000], ["5", 5000]]) {
+    for (const [maxAge, delay] of [["0", 1], ["86400", 600], ["5", 5]]) {
       env.provider.cacheControl(`max-age=${maxAge}`);
-      await keys.refresh(jwks);
-      assert.equal(jwks.nextMs, clock.ms + delay, `max-age=${maxAge}`);
+      clock.secs += 1;
+      await keys.start(1, "now");
+      assert.equal(module.wait(1), delay, `max-age=${maxAge}`);
     }
     env.provider.cacheControl("");
-    assert.equal(jwks.failures, 0);
   });
 
-  test("an unknown kid asks for one fetch per refetch_secs, none while one is in flight", async () => {
-    const { gateway, lines } = fresh();
-    const { keys, clock, started, waitUntil } = steppedFetcher(gateway, lines);
+  test("an unknown kid asks for one round per refetch_secs, none while one is under way", async () => {
+    const { keys, clock, started, waitUntil } = steppedGateway(env.provider, env.echo.addresses.orders);
     env.provider.behave("ok");
     await keys.beforeDecision(waitUntil);
     started.length = 0;
     const since = mark(env.provider);
-    clock.ms += 1000;
+    clock.secs += 1;
     env.provider.behave("slow", { delayMs: 200 });
     keys.requested(1, waitUntil);
     keys.requested(1, waitUntil);
-    assert.equal(started.length, 1, "one fetch in flight");
+    assert.equal(started.length, 1, "one round under way");
     await Promise.all(started);
     keys.requested(1, waitUntil);
     assert.equal(started.length, 1, "within refetch_secs of the last start");
-    clock.ms += 1000;
+    clock.secs += 1;
     keys.requested(1, waitUntil);
     keys.requested(7, waitUntil);
     assert.equal(started.length, 2, "refetch_secs later; an issuer without a source asks nothing");
@@ -392,9 +396,9 @@ describe("the shim fetches keys with the real module (Node.js)", () => {
     const store = gateway.keyStore;
     assert.ok(store.byteLength > 0);
     gateway.instance = null; // what a trap does
+    assert.deepEqual(gateway.instantiate().keyStore(), store, "the replacing instance starts with the keys");
     assert.equal((await gateway.fetch(bearer(token))).status, 200, "not 503: the keys came along");
-    assert.equal(gateway.instances, 2);
-    assert.deepEqual(gateway.instance.keyStore(), store);
+    assert.equal(gateway.instances, 3);
   });
 
   test("RSA keys of 2048, 3072 and 4096 bits install and verify", async () => {
@@ -502,7 +506,10 @@ describe("documents shared through a KV store (the Cloudflare recipe, in Node.js
     const res = await gateway.fetch(bearer(signToken(keyA, claims(IDP))));
     env.provider.behave("ok");
     assert.equal(res.status, 503, await res.text());
-    assert.match(lines.join("\n"), /^keys: issuer 0 http:\/\/idp\.test\/jwks \(stored, fetched \S+\): ignored: fetched after now$/m);
+    assert.match(
+      lines.join("\n"),
+      /^keys: issuer 0 http:\/\/idp\.test\/jwks \(stored, fetched \S+\): refused: fetched more than 60 s after now, by this clock$/m,
+    );
     assert.equal(entry.metadata, JSON.stringify(metadata), "the store is unchanged");
   });
 

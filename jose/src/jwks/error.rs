@@ -1,9 +1,10 @@
-//! Why a JWK set, or one of its keys, was refused: one line each, naming
-//! the key by its index and kid.
+//! Why a JWK set, or one of its keys, was refused, and why a key was
+//! skipped: one line each, naming the key by its index and kid.
 
 use core::fmt;
 
 use super::model::{Alg, MAX_DOCUMENT_BYTES, MAX_RSA_BITS, MIN_RSA_BITS, PRIVATE_MEMBERS};
+use crate::json::JsonFault;
 
 /// Why a document, or one of its keys, was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,26 +58,27 @@ impl fmt::Debug for KidText {
 pub enum JwksErrorKind {
     /// Longer than [`MAX_DOCUMENT_BYTES`].
     TooLarge(usize),
-    /// Not strict JSON.
-    NotJson,
+    /// Not strict JSON: where, and how.
+    NotJson(JsonFault),
     /// Not an object with a `keys` array of objects.
     NotJwks,
     /// A key holds these private members: bits of [`PRIVATE_MEMBERS`].
     PrivateMembers(u8),
     /// More signing keys than allowed.
     TooManyKeys(usize),
-    /// No signing key at all.
-    NoSigningKey,
+    /// No signing key this gateway verifies: how many keys were skipped,
+    /// and the first of them (its index and why; small, so that every
+    /// error stays a few words).
+    NoSigningKey(u32, Option<(u32, Skip)>),
     /// A member is not a string, or appears twice.
     BadMember(&'static str),
-    /// A `use` other than `sig` or `enc`, as written.
-    Use(KidText),
+    /// `key_ops` is not an array of strings, lists a registered operation
+    /// twice, or appears twice.
+    KeyOps,
+    /// `use` (as written) and `key_ops` say different things.
+    UseKeyOps(KidText),
     /// No `kty`.
     NoKty,
-    /// A secret (`kty` `oct`).
-    Secret,
-    /// A `kty` no algorithm here uses.
-    Kty,
     /// A required member is missing.
     Missing(&'static str),
     /// A member is not base64url.
@@ -92,38 +94,94 @@ pub enum JwksErrorKind {
     /// An RSA exponent that is even or below 3 (its value), or not below
     /// 2^64 (`None`).
     Exponent(Option<u64>),
-    /// An EC curve other than P-256, as written.
-    EcCurve(KidText),
-    /// An OKP curve other than Ed25519, as written.
-    OkpCurve(KidText),
     /// Not a point on P-256.
     NotOnCurve,
     /// An Ed25519 point that does not decompress, or of small order.
     WeakEd25519,
-    /// `alg` (as written) is not the key type's algorithm.
+    /// `alg` (as written) names one of the gateway's algorithms, but not
+    /// the key type's.
     AlgMismatch(KidText, Alg),
-    /// The key's algorithm is not built in.
+    /// The key's algorithm is not built in (a PEM key's check).
     NotBuilt(Alg),
     /// No `kid`.
     NoKid,
-    /// A `kid` longer than [`MAX_KID_BYTES`] or with characters it may not hold.
+    /// A `kid` longer than [`MAX_KID_BYTES`](super::MAX_KID_BYTES) or with
+    /// characters it may not hold.
     BadKid,
     /// Two keys with one `kid`.
     DuplicateKid,
 }
 
+/// Why a key of a document is not used: it is not for verifying
+/// signatures, or not for a signature this gateway verifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// A `use` other than `sig`, as written (`enc`, or a value of another
+    /// registry).
+    Use(KidText),
+    /// A `key_ops` without `verify`.
+    KeyOps,
+    /// A `kty` other than `RSA`, `EC` and `OKP`, as written.
+    Kty(KidText),
+    /// An EC curve other than P-256, or an OKP curve other than Ed25519.
+    Curve(KidText),
+    /// An `alg` other than the key type's algorithm here, as written.
+    Alg(KidText),
+    /// An algorithm the caller is built without.
+    NotBuilt(Alg),
+}
+
+/// A key left out of a document: its index, its kid (cut short, empty when
+/// it has none) and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skipped {
+    /// The key's index in `keys`.
+    pub index: usize,
+    /// Its `kid`, as an error shows it.
+    pub kid: KidText,
+    /// Why it was skipped.
+    pub why: Skip,
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Skip::Use(use_) => write!(f, "use {use_:?} is not \"sig\""),
+            Skip::KeyOps => f.write_str("key_ops does not include \"verify\""),
+            Skip::Kty(kty) => write!(f, "kty {kty:?} is not verified by this gateway"),
+            Skip::Curve(crv) => write!(f, "curve {crv:?} is not verified by this gateway"),
+            Skip::Alg(alg) => write!(f, "alg {alg:?} is not verified by this gateway"),
+            Skip::NotBuilt(alg) => write!(f, "{} is not verified by this build", alg.name()),
+        }
+    }
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_key(f, self.index, &self.kid)?;
+        write!(f, ": {}", self.why)
+    }
+}
+
+/// `key <index>`, with ` (kid "...")` when it has one.
+fn write_key(f: &mut fmt::Formatter<'_>, index: usize, kid: &KidText) -> fmt::Result {
+    match kid.as_str().is_empty() {
+        false => write!(f, "key {index} (kid {kid:?})"),
+        true => write!(f, "key {index}"),
+    }
+}
+
 impl fmt::Display for JwksError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.key {
-            Some((index, kid)) if !kid.as_str().is_empty() => write!(f, "key {index} (kid {kid:?}) ")?,
-            Some((index, _)) => write!(f, "key {index} ")?,
-            None => {}
+        if let Some((index, kid)) = &self.key {
+            write_key(f, *index, kid)?;
+            f.write_str(" ")?;
         }
         match self.kind {
             JwksErrorKind::TooLarge(n) => {
                 write!(f, "is {n} bytes; a JWKS document may be at most {MAX_DOCUMENT_BYTES} bytes")
             }
-            JwksErrorKind::NotJson => f.write_str("is not a JWKS document: not strict JSON"),
+            JwksErrorKind::NotJson(fault) => write!(f, "is not a JWKS document: {fault}"),
             JwksErrorKind::NotJwks => f.write_str("is not a JWKS document: an object with a \"keys\" array"),
             JwksErrorKind::PrivateMembers(bits) => {
                 f.write_str("holds private key material (")?;
@@ -136,14 +194,20 @@ impl fmt::Display for JwksError {
                 )
             }
             JwksErrorKind::TooManyKeys(max) => write!(f, "holds more than {max} signing keys"),
-            JwksErrorKind::NoSigningKey => f.write_str("holds no signing key this gateway verifies"),
-            JwksErrorKind::BadMember(member) => write!(f, "has a {member:?} that is not one string"),
-            JwksErrorKind::Use(use_) => write!(f, "has use {use_:?}; signing keys have \"sig\""),
-            JwksErrorKind::NoKty => f.write_str("has no kty"),
-            JwksErrorKind::Secret => {
-                f.write_str("is a secret (kty \"oct\"): configure HS256 secrets with env or file")
+            JwksErrorKind::NoSigningKey(skipped, first) => {
+                f.write_str("holds no signing key this gateway verifies")?;
+                match first {
+                    Some((index, why)) => write!(f, " ({skipped} skipped; key {index}: {why})"),
+                    None => Ok(()),
+                }
             }
-            JwksErrorKind::Kty => f.write_str("has a kty which no algorithm here uses"),
+            JwksErrorKind::BadMember(member) => write!(f, "has a {member:?} that is not one string"),
+            JwksErrorKind::KeyOps => f.write_str("has a \"key_ops\" that is not an array of distinct strings"),
+            JwksErrorKind::UseKeyOps(use_) => write!(
+                f,
+                "has use {use_:?} and key_ops that disagree (RFC 7517 section 4.3): one of them would make it a signing key"
+            ),
+            JwksErrorKind::NoKty => f.write_str("has no kty"),
             JwksErrorKind::Missing(member) => write!(f, "has no {member:?}"),
             JwksErrorKind::Encoding(member) => write!(f, "has a {member:?} that is not base64url"),
             JwksErrorKind::Length(member, got, want) => {
@@ -162,8 +226,6 @@ impl fmt::Display for JwksError {
             JwksErrorKind::Exponent(None) => {
                 f.write_str("has an RSA exponent wider than 64 bits; it must be odd and at least 3, below 2^64")
             }
-            JwksErrorKind::EcCurve(crv) => write!(f, "is on curve {crv:?}; ES256 is P-256 only"),
-            JwksErrorKind::OkpCurve(crv) => write!(f, "is on curve {crv:?}; EdDSA here is Ed25519 only"),
             JwksErrorKind::NotOnCurve => f.write_str("is not a point on P-256"),
             JwksErrorKind::WeakEd25519 => {
                 f.write_str("is not an Ed25519 point, or one of small order, which verifies forged signatures")

@@ -207,7 +207,9 @@ fn write_other_cookies(
             matches!(s, TokenSource::Cookie(c) if c.as_bytes() == name || crate::http::tokens::reads_as_cookie(pair, c))
         })
     };
-    let total: usize = head.named("cookie").map(|v| v.len() + 2).sum();
+    // Each kept pair (at least one byte) gains at most a `; ` of two
+    // bytes for the `;` of one it had: twice a field's length holds it.
+    let total: usize = head.named("cookie").map(|v| 2 * v.len() + 2).sum();
     if total == 0 {
         return Ok(());
     }

@@ -9,6 +9,9 @@
 //! - **Pinned kids.** A kid compiled into the config keeps its compiled key:
 //!   a fetched key with that kid is ignored (and named in the summary), so a
 //!   provider's document can never replace a key the operator pinned.
+//! - **Skipped keys.** A key the validator skips (not for signatures, or for
+//!   a signature this module does not verify: `gateway_jose::jwks`) is named
+//!   in the summary with why; the document's other keys are installed.
 //! - **Failing closed.** Keys installed more than the issuer's
 //!   `max_stale_secs` ago, or never, verify nothing: a token that needs them
 //!   is answered 503, and the answer asks the host to fetch.
@@ -18,7 +21,7 @@
 
 use core::fmt;
 
-use gateway_jose::jwks::{self, JwksError, MAX_KID_BYTES, Material};
+use gateway_jose::jwks::{self, Entry, JwksError, MAX_KID_BYTES, Material, Skipped};
 
 use crate::config::{Config, Issuer, KeyFetch};
 use crate::keys::{TokenHeader, VerifyingKey, agree, pick};
@@ -32,7 +35,10 @@ pub const DOCUMENT_CAPACITY: usize = jwks::MAX_DOCUMENT_BYTES;
 const SLOTS: usize = if cfg!(target_arch = "wasm32") { crate::config::FETCHED_KEY_SLOTS } else { 64 };
 
 /// Issuers the store keeps a clock for.
-const ISSUERS: usize = if cfg!(target_arch = "wasm32") { crate::config::ISSUER_COUNT } else { 16 };
+pub(super) const ISSUERS: usize = if cfg!(target_arch = "wasm32") { crate::config::ISSUER_COUNT } else { 16 };
+
+/// The skipped keys a summary names; it counts the others.
+const NAMED_SKIPS: usize = 4;
 
 /// The algorithms a fetched key may be for: the ones this build verifies.
 const BUILT: &[jwks::Alg] = &[
@@ -125,6 +131,11 @@ impl FetchedKeys {
         FetchedKeys { installed_at: [None; ISSUERS], used: 0, generation: 0, slots: [EMPTY_SLOT; SLOTS] }
     }
 
+    /// When issuer `issuer`'s keys were installed (Unix seconds), if ever.
+    pub fn installed_at(&self, issuer: usize) -> Option<u64> {
+        self.installed_at.get(issuer).copied().flatten()
+    }
+
     /// The generation of the installed keys (see the field).
     pub fn generation(&self) -> u32 {
         self.generation
@@ -152,12 +163,23 @@ impl FetchedKeys {
         let (Some(entry), Some(fetch)) = (entry, entry.and_then(|i| i.fetch)) else {
             return Err(InstallError::NotFetching(issuer));
         };
-        let limits = jwks::Limits { max_keys: usize::from(fetch.max_keys), built: BUILT, skip_unbuilt: true };
+        let limits = jwks::Limits { max_keys: usize::from(fetch.max_keys), built: BUILT };
         let start = self.used;
         let mut next = start;
         let mut pinned = 0usize;
+        let (mut skipped, mut skips) = (0usize, [None::<Skipped>; NAMED_SKIPS]);
         let _ = summary.write_str("installed");
-        let read = jwks::read(document, &limits, |jwk| {
+        let read = jwks::read(document, &limits, |found| {
+            let jwk = match found {
+                Entry::Key(jwk) => jwk,
+                Entry::Skipped(skip) => {
+                    if let Some(slot) = skips.get_mut(skipped) {
+                        *slot = Some(skip);
+                    }
+                    skipped += 1;
+                    return Ok(());
+                }
+            };
             if entry.keys.iter().any(|key| key.kid() == jwk.kid) {
                 pinned += 1;
                 return Ok(());
@@ -191,6 +213,16 @@ impl FetchedKeys {
         let _ = write!(summary, ": {installed} key{plural} for issuer {issuer}");
         if pinned > 0 {
             let _ = write!(summary, "; {pinned} with a compiled kid ignored (pinned)");
+        }
+        if skipped > 0 {
+            let plural = if skipped == 1 { "" } else { "s" };
+            let _ = write!(summary, "; skipped {skipped} key{plural}: ");
+            for (i, skip) in skips.iter().flatten().enumerate() {
+                let _ = write!(summary, "{}{skip}", if i == 0 { "" } else { ", " });
+            }
+            if skipped > NAMED_SKIPS {
+                let _ = write!(summary, " and {} more", skipped - NAMED_SKIPS);
+            }
         }
         Ok(installed)
     }

@@ -68,20 +68,12 @@ pub fn first_rule(
 ) -> Result<Option<usize>, Rejection> {
     let method = head.method.as_bytes();
     let own = first(rules, method, path, EXACT);
-    // Only the readings this path (or these rules) can make another:
-    // letters in any case where there is an upper-case letter, a trailing
-    // slash where one ends the path or an exact rule, a suffix where the
-    // last segment has a dot. Most paths need none, and skip that pass.
-    let last_segment = &path[path.iter().rposition(|&b| b == b'/').unwrap_or(0)..];
-    let widening = Widening {
-        any_case: readings.any_case
-            && (readings.rules_have_upper_case || path.iter().any(u8::is_ascii_uppercase)),
-        trailing_slash: readings.trailing_slash
-            && (readings.exact_rules_end_with_slash || (path.len() > 1 && path.last() == Some(&b'/'))),
-        suffix: readings.suffix && has_byte(last_segment, b'.'),
-    };
+    let widening = widening_for(readings, path);
     let stripped = match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
-        true => Some(strip_parameters(path, arena)?),
+        true => {
+            let stripped = strip_parameters(path, arena)?;
+            Some((stripped, widening_for(readings, stripped)))
+        }
         false => None,
     };
     // The request's own method read exactly is `own` itself.
@@ -89,7 +81,7 @@ pub fn first_rule(
     let mut differs = |method: &[u8]| {
         let another = method != own_method || widening != EXACT;
         (another && first(rules, method, path, widening) != own)
-            || stripped.is_some_and(|stripped| first(rules, method, stripped, widening) != own)
+            || stripped.is_some_and(|(stripped, widening)| first(rules, method, stripped, widening) != own)
     };
     if differs(method) {
         return Err(Rejection::PathReadsAnotherRule);
@@ -102,6 +94,23 @@ pub fn first_rule(
     match overridden {
         true => Err(Rejection::MethodReadsAnotherRule),
         false => Ok(own),
+    }
+}
+
+/// The readings `path` (or the rules) can make another rule's: letters in
+/// any case where there is an upper-case letter, a trailing slash where one
+/// ends the path or an exact rule, a suffix where the last segment (before
+/// a trailing slash, which Spring ignores too) has a dot. Most paths need
+/// none, and skip the widened pass.
+fn widening_for(readings: &Readings, path: &[u8]) -> Widening {
+    let unslashed = path.strip_suffix(b"/").unwrap_or(path);
+    let last_segment = &unslashed[unslashed.iter().rposition(|&b| b == b'/').unwrap_or(0)..];
+    Widening {
+        any_case: readings.any_case
+            && (readings.rules_have_upper_case || path.iter().any(u8::is_ascii_uppercase)),
+        trailing_slash: readings.trailing_slash
+            && (readings.exact_rules_end_with_slash || (path.len() > 1 && path.last() == Some(&b'/'))),
+        suffix: readings.suffix && has_byte(last_segment, b'.'),
     }
 }
 

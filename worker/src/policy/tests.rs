@@ -169,6 +169,8 @@ fn the_rules_facts_skip_only_readings_that_cannot_differ() {
         ("/ADMIN/users", "PathReadsAnotherRule"),
         ("/account/export/", "PathReadsAnotherRule"),
         ("/account/export.csv", "PathReadsAnotherRule"),
+        ("/account/export.csv/", "PathReadsAnotherRule"),
+        ("/account/export.csv/;x", "PathReadsAnotherRule"),
         ("/Orders/7", "public 1"),
         ("/docs/a.b", "public 1"),
     ] {

@@ -13,7 +13,6 @@
 
 use std::fmt;
 
-pub use contract::key_schedule::max_age;
 pub use contract::routes::origin_of;
 
 /// The cluster that reaches one origin.
@@ -183,25 +182,30 @@ fn printable_line(text: &str) -> String {
 }
 
 /// What the filter reads of an answer's fields.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AnswerFields {
     /// `:status`, when it is a number.
     pub status: Option<u16>,
     /// Whether the provider sent the answer ([`FROM_PROVIDER`]).
     pub from_provider: bool,
-    /// The first `Cache-Control` field's `max-age`, in seconds.
-    pub max_age: Option<u64>,
+    /// The `Cache-Control` fields' values, joined with `, ` as bytes: the
+    /// module reads their `max-age`.
+    pub cache_control: Vec<u8>,
 }
 
 /// Reads an answer's fields as Envoy serializes them (names lower case),
-/// as bytes: a value that is not UTF-8 text is no number and no `max-age`.
+/// as bytes: a status that is not UTF-8 text is no number.
 pub fn answer_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> AnswerFields {
     let mut answer = AnswerFields::default();
     for (name, value) in fields {
-        let text = std::str::from_utf8(value).ok();
         match name {
-            b":status" => answer.status = text.and_then(|t| t.parse().ok()),
-            b"cache-control" if answer.max_age.is_none() => answer.max_age = text.and_then(max_age),
+            b":status" => answer.status = std::str::from_utf8(value).ok().and_then(|t| t.parse().ok()),
+            b"cache-control" => {
+                if !answer.cache_control.is_empty() {
+                    answer.cache_control.extend_from_slice(b", ");
+                }
+                answer.cache_control.extend_from_slice(value);
+            }
             name if name == FROM_PROVIDER.as_bytes() => answer.from_provider = true,
             _ => {}
         }
@@ -341,13 +345,14 @@ mod tests {
             (b"x-envoy-upstream-service-time", b"0"),
         ];
         let read = answer_fields(fields.into_iter());
-        assert_eq!(read, AnswerFields { status: Some(200), from_provider: true, max_age: Some(9) });
+        let cache_control = b"max-age=5\xff, max-age=9".to_vec();
+        assert_eq!(read, AnswerFields { status: Some(200), from_provider: true, cache_control });
         let envoy: [(&[u8], &[u8]); 2] = [(b":status", b"503"), (b"content-type", b"text/plain")];
         assert_eq!(
             answer_fields(envoy.into_iter()),
-            AnswerFields { status: Some(503), from_provider: false, max_age: None }
+            AnswerFields { status: Some(503), from_provider: false, cache_control: Vec::new() }
         );
-        let odd: [(&[u8], &[u8]); 2] = [(b":status", b"2\xff0"), (b"cache-control", b"\xff")];
+        let odd: [(&[u8], &[u8]); 1] = [(b":status", b"2\xff0")];
         assert_eq!(answer_fields(odd.into_iter()), AnswerFields::default());
         assert_eq!(answer_fields(std::iter::empty()), AnswerFields::default());
     }

@@ -1,10 +1,13 @@
 //! Keys fetched at run time, on the root context of each VM (`worker/ABI.md`,
 //! "Keys fetched at run time"). At VM start it reads the core's key-source
-//! table; every tick it starts the fetches that are due
-//! ([`contract::key_schedule`]) with `dispatch_http_call` on the origin's cluster
-//! (the renderer's table in the filter's configuration, [`KeyClusters`]);
-//! each response's body goes into the core's document buffer, and the core
-//! reads it (`discovered`, `install_keys`). The filter reads no document.
+//! table; every tick it asks the core which rounds start (`key_fetch`: the
+//! schedule is the core's, the same on every host) and fetches each URL the
+//! core names with `dispatch_http_call` on the origin's cluster (the
+//! renderer's table in the filter's configuration, [`KeyClusters`]); each
+//! response's body goes into the core's document buffer, and the core reads
+//! it and names what comes next (`key_fetched`: a discovery document's
+//! `jwks_uri`, or the end of the round). The filter keeps no schedule and
+//! reads no document.
 //!
 //! Each VM (one per Envoy worker thread) fetches and installs for its own
 //! core; decisions that ask for keys (`~` lines) reach this VM's root
@@ -12,7 +15,7 @@
 
 use std::cell::RefCell;
 
-use contract::key_sources::{self, SourceKind};
+use contract::key_sources;
 use worker::abi::compiled_config;
 use worker::keys::DOCUMENT_CAPACITY;
 
@@ -20,11 +23,10 @@ use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, fai
 use crate::input::HeaderMap;
 use crate::instance::INSTANCE;
 use crate::raw::{self, LogLevel};
-use contract::key_schedule::Schedule;
 
-/// How often (milliseconds) the root context looks at its schedules and
-/// at the fetches decisions asked for: the most an asked-for fetch waits
-/// to start.
+/// How often (milliseconds) the root context asks the core which rounds
+/// start, the ones decisions asked for included: the most an asked-for
+/// fetch waits to start.
 const TICK_MS: u32 = 100;
 
 /// How long past a fetch's timeout a call Envoy never answered is given up:
@@ -34,7 +36,7 @@ const LOST_CALL_GRACE_MS: u64 = 5000;
 
 thread_local! {
     /// Issuers whose keys decisions asked for since the last tick.
-    static ASKED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static ASKED_ISSUERS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// Each root context's fetches, by its context id: one per filter
     /// configuration that shares this VM (in practice one).
     static FETCHERS: RefCell<Vec<(u32, KeyFetcher)>> = const { RefCell::new(Vec::new()) };
@@ -68,6 +70,10 @@ pub(crate) fn on_configure(root: u32) -> bool {
     with_fetcher(root, KeyFetcher::configure).unwrap_or(false)
 }
 
+/// Why the filter asks the core whether a round starts: `key_fetch`'s codes.
+const DUE: u32 = 0;
+const ASKED: u32 = 1;
+
 /// Envoy's `proxy_on_tick` for root context `root`.
 pub(crate) fn on_tick(root: u32) {
     with_fetcher(root, KeyFetcher::tick);
@@ -79,10 +85,10 @@ pub(crate) fn on_http_call_response(root: u32, token: u32, num_headers: usize, b
 }
 
 /// A decision asked for `issuer`'s keys (its answer had a `~` line): the
-/// next tick fetches them, unless a fetch is under way or started within
-/// the issuer's `refetch_secs`.
+/// next tick asks the core for a round, which it grants unless a fetch is
+/// under way or started within the issuer's `refetch_secs`.
 pub(crate) fn ask(issuer: u8) {
-    ASKED.with(|asked| {
+    ASKED_ISSUERS.with(|asked| {
         let mut asked = asked.borrow_mut();
         if !asked.contains(&issuer) {
             asked.push(issuer);
@@ -90,26 +96,17 @@ pub(crate) fn ask(issuer: u8) {
     });
 }
 
-/// One issuer's source, its schedule and the call under way.
+/// One issuer's source and the call under way.
 struct Source {
     issuer: u8,
-    kind: SourceKind,
-    url: String,
     timeout_ms: u32,
-    /// The JWKS document a discovery document named, kept while it serves:
-    /// a fetch that fails or is refused forgets it, so that the next one
-    /// asks the discovery document again.
-    jwks_uri: Option<String>,
-    schedule: Schedule,
     call: Option<Call>,
 }
 
-/// A call under way: its token, the URL it fetches, whether that is the
-/// JWKS document (or the discovery document), and when it started.
+/// A call under way: its token, the URL it fetches, and when it started.
 struct Call {
     token: u32,
     url: String,
-    jwks: bool,
     started_at: u64,
 }
 
@@ -130,15 +127,7 @@ impl KeyFetcher {
             instance.key_sources(compiled_config());
             key_sources::decode(instance.output())
                 .map(|source| {
-                    source.map(|s| Source {
-                        issuer: s.issuer,
-                        kind: s.kind,
-                        url: s.url.to_owned(),
-                        timeout_ms: s.timeout_ms,
-                        jwks_uri: None,
-                        schedule: Schedule::new(s.refresh_secs, s.refetch_secs),
-                        call: None,
-                    })
+                    source.map(|s| Source { issuer: s.issuer, timeout_ms: s.timeout_ms, call: None })
                 })
                 .collect::<Result<Vec<_>, _>>()
         });
@@ -167,31 +156,47 @@ impl KeyFetcher {
         raw::set_tick_period(TICK_MS).is_ok()
     }
 
-    /// Starts every fetch that is due, asked for, or whose call was lost.
+    /// Gives up the calls Envoy lost, then starts every round the core
+    /// grants: asked for by a decision, or due.
     pub(crate) fn tick(&mut self) {
         let now = now_ms();
-        for issuer in ASKED.with(|asked| std::mem::take(&mut *asked.borrow_mut())) {
-            if let Some(source) = self.sources.iter_mut().find(|s| s.issuer == issuer) {
-                source.schedule.ask(now);
+        for i in 0..self.sources.len() {
+            let limit = u64::from(self.sources[i].timeout_ms) + LOST_CALL_GRACE_MS;
+            let lost =
+                self.sources[i].call.as_ref().filter(|call| now.saturating_sub(call.started_at) > limit);
+            if let Some(url) = lost.map(|call| call.url.clone()) {
+                self.finish(i, &url, Outcome::Failed(Failure::TimedOut), now);
+            }
+        }
+        for issuer in ASKED_ISSUERS.with(|asked| std::mem::take(&mut *asked.borrow_mut())) {
+            if let Some(i) = self.sources.iter().position(|s| s.issuer == issuer) {
+                self.start(i, ASKED, now);
             }
         }
         for i in 0..self.sources.len() {
-            let source = &self.sources[i];
-            let limit = u64::from(source.timeout_ms) + LOST_CALL_GRACE_MS;
-            let lost = source.call.as_ref().filter(|call| now.saturating_sub(call.started_at) > limit);
-            if let Some(url) = lost.map(|call| call.url.clone()) {
-                self.finish(i, &url, Outcome::Failed(Failure::TimedOut), None, now);
-            }
-            let source = &mut self.sources[i];
-            if source.schedule.due(now) {
-                source.schedule.start(now);
-                let (url, jwks) = match (source.kind, &source.jwks_uri) {
-                    (SourceKind::Jwks, _) => (source.url.clone(), true),
-                    (SourceKind::Discovery, Some(uri)) => (uri.clone(), true),
-                    (SourceKind::Discovery, None) => (source.url.clone(), false),
-                };
-                self.dispatch(i, url, jwks, now);
-            }
+            self.start(i, DUE, now);
+        }
+    }
+
+    /// Asks the core whether source `i`'s round starts now, for `why`, and
+    /// fetches its URL when it does.
+    fn start(&mut self, i: usize, why: u32, now: u64) {
+        if self.sources[i].call.is_some() {
+            return;
+        }
+        let issuer = u32::from(self.sources[i].issuer);
+        let (answer, output) = INSTANCE.with(|cell| {
+            let mut instance = cell.borrow_mut();
+            let answer = instance.key_fetch(issuer, seconds(now), why, compiled_config());
+            (answer, String::from_utf8_lossy(instance.output()).into_owned())
+        });
+        match answer {
+            1 => self.dispatch(i, output, now),
+            0 => {}
+            _ => raw::log(
+                LogLevel::Error,
+                &format!("keys: issuer {issuer}: the module does not answer: {output}"),
+            ),
         }
     }
 
@@ -204,71 +209,78 @@ impl KeyFetcher {
         let Some(call) = self.sources[i].call.take() else { return };
         let now = now_ms();
         match read_answer(num_headers, body_size) {
-            Ok((document, max_age)) => self.hand_over(i, call, &document, max_age, now),
-            Err(failure) => self.finish(i, &call.url, Outcome::Failed(failure), None, now),
+            Ok((document, cache_control)) => self.hand_over(i, call, &document, &cache_control, now),
+            Err(failure) => self.finish(i, &call.url, Outcome::Failed(failure), now),
         }
     }
 
-    /// Gives the core the document `call` fetched: a discovery document's
-    /// `jwks_uri` is fetched next; a JWKS document ends the fetch.
-    fn hand_over(&mut self, i: usize, call: Call, document: &[u8], max_age: Option<u64>, now: u64) {
+    /// Gives the core the document `call` fetched, with the response's
+    /// `Cache-Control` value: the URL it names next is fetched; an install
+    /// or a refusal ends the round.
+    fn hand_over(&mut self, i: usize, call: Call, document: &[u8], cache_control: &[u8], now: u64) {
         let issuer = u32::from(self.sources[i].issuer);
-        let (accepted, output) = INSTANCE.with(|cell| {
+        let (answer, output) = INSTANCE.with(|cell| {
             let mut instance = cell.borrow_mut();
             // The caller refused a longer document unread.
             let len = document.len().min(DOCUMENT_CAPACITY);
             instance.keys_input_mut()[..len].copy_from_slice(&document[..len]);
-            let (len, config) = (len as u32, compiled_config());
-            let result = match call.jwks {
-                true => instance.install_keys(issuer, len, now as f64 / 1000.0, config),
-                false => instance.discovered(issuer, len, config),
+            // A value longer than the input buffer counts as none.
+            let field = match instance.input_mut().get_mut(..cache_control.len()) {
+                Some(slot) => {
+                    slot.copy_from_slice(cache_control);
+                    cache_control.len()
+                }
+                None => 0,
             };
-            (result >= 0, String::from_utf8_lossy(instance.output()).into_owned())
+            let answer =
+                instance.key_fetched(issuer, len as u32, field as u32, seconds(now), compiled_config());
+            (answer, String::from_utf8_lossy(instance.output()).into_owned())
         });
-        match (accepted, call.jwks) {
-            (true, true) => self.finish(i, &call.url, Outcome::Installed(output), max_age, now),
-            (true, false) => {
-                self.sources[i].jwks_uri = Some(output.clone());
-                self.dispatch(i, output, true, now);
-            }
-            (false, _) => self.finish(i, &call.url, Outcome::Refused(output), None, now),
+        match answer {
+            1 => self.dispatch(i, output, now),
+            0 => self.log(i, &call.url, &Outcome::Installed(output)),
+            _ => self.log(i, &call.url, &Outcome::Refused(output)),
         }
     }
 
     /// Sends the `GET` for `url` on source `i`'s behalf; a call Envoy
-    /// cannot make ends the fetch.
-    fn dispatch(&mut self, i: usize, url: String, jwks: bool, now: u64) {
+    /// cannot make fails the round.
+    fn dispatch(&mut self, i: usize, url: String, now: u64) {
         let timeout_ms = self.sources[i].timeout_ms;
         let token = self.clusters.request(&url).and_then(|request| {
             raw::dispatch_http_call(request.cluster, &request.fields(), timeout_ms)
                 .map_err(|status| Failure::Dispatch(request.cluster.to_owned(), status))
         });
         match token {
-            Ok(token) => self.sources[i].call = Some(Call { token, url, jwks, started_at: now }),
-            Err(failure) => self.finish(i, &url, Outcome::Failed(failure), None, now),
+            Ok(token) => self.sources[i].call = Some(Call { token, url, started_at: now }),
+            Err(failure) => self.finish(i, &url, Outcome::Failed(failure), now),
         }
     }
 
-    /// Logs the fetch's outcome and schedules the next one.
-    fn finish(&mut self, i: usize, url: &str, outcome: Outcome, max_age: Option<u64>, now: u64) {
-        let source = &mut self.sources[i];
-        source.call = None;
+    /// A fetch of source `i`'s round failed: logged, and the core told.
+    fn finish(&mut self, i: usize, url: &str, outcome: Outcome, now: u64) {
+        self.sources[i].call = None;
+        self.log(i, url, &outcome);
+        let issuer = u32::from(self.sources[i].issuer);
+        INSTANCE.with(|cell| cell.borrow_mut().key_fetch_failed(issuer, seconds(now), compiled_config()));
+    }
+
+    /// The fetch's one log line.
+    fn log(&self, i: usize, url: &str, outcome: &Outcome) {
         let level = if outcome.is_warning() { LogLevel::Warn } else { LogLevel::Info };
-        raw::log(level, &log_line(source.issuer, url, &outcome));
-        match outcome {
-            Outcome::Installed(_) => source.schedule.succeeded(now, max_age),
-            Outcome::Refused(_) | Outcome::Failed(_) => {
-                source.jwks_uri = None;
-                source.schedule.failed(now);
-            }
-        }
+        raw::log(level, &log_line(self.sources[i].issuer, url, outcome));
     }
 }
 
-/// The document of the answer to a call, and its `max-age`; or why there
-/// is none. Read as bytes with the raw host calls: nothing a provider sends
-/// can make the filter trap.
-fn read_answer(num_headers: usize, body_size: usize) -> Result<(Vec<u8>, Option<u64>), Failure> {
+/// Milliseconds on Envoy's clock as the core's Unix seconds.
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// The document of the answer to a call, and its `Cache-Control` value; or
+/// why there is none. Read as bytes with the raw host calls: nothing a
+/// provider sends can make the filter trap.
+fn read_answer(num_headers: usize, body_size: usize) -> Result<(Vec<u8>, Vec<u8>), Failure> {
     // No fields: Envoy reports the call failed (a reset).
     let fields = match num_headers {
         0 => Vec::new(),
@@ -291,7 +303,7 @@ fn read_answer(num_headers: usize, body_size: usize) -> Result<(Vec<u8>, Option<
     };
     match failure(result, DOCUMENT_CAPACITY) {
         Some(failure) => Err(failure),
-        None => Ok((body(body_size)?, answer.max_age)),
+        None => Ok((body(body_size)?, answer.cache_control)),
     }
 }
 

@@ -46,12 +46,13 @@ impl core::fmt::Display for Failure {
     }
 }
 
-/// A fetched document and its response's `Cache-Control: max-age`.
+/// A fetched document and its response's `Cache-Control` value (every such
+/// field joined with `, `), which the core reads its `max-age` from.
 pub struct Document {
     /// The body.
     pub bytes: Vec<u8>,
-    /// The `max-age`, in seconds.
-    pub max_age: Option<u64>,
+    /// The `Cache-Control` value, as its bytes.
+    pub cache_control: Vec<u8>,
 }
 
 /// Fetches `url` within `timeout_ms`, reading at most `capacity` bytes.
@@ -78,19 +79,20 @@ pub fn get(url: &str, timeout_ms: u32, capacity: usize) -> Result<Document, Fail
         return Err(Failure::Status(status));
     }
     let fields = response.headers().entries();
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .and_then(|(_, v)| core::str::from_utf8(v).ok())
-    };
-    if field("content-length").and_then(|v| v.parse::<u64>().ok()).is_some_and(|len| len > capacity as u64) {
+    let length = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+    let length = length.and_then(|(_, v)| core::str::from_utf8(v).ok()?.parse::<u64>().ok());
+    if length.is_some_and(|len| len > capacity as u64) {
         return Err(Failure::TooLarge(capacity));
     }
-    let max_age = field("cache-control").and_then(contract::key_schedule::max_age);
+    let cache_control = fields
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("cache-control"))
+        .map(|(_, v)| v.as_slice())
+        .collect::<Vec<_>>()
+        .join(b", ".as_slice());
     let body = response.consume().map_err(|()| Failure::Failed(ErrorCode::HttpProtocolError))?;
     let bytes = read_capped(&body, capacity, deadline)?;
-    Ok(Document { bytes, max_age })
+    Ok(Document { bytes, cache_control })
 }
 
 /// Reads `body` to its end, at most `capacity` bytes, by `deadline`.

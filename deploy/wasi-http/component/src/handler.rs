@@ -97,7 +97,7 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     #[cfg(runtime_keys)]
     let decision = decide(instance, &mut state.keys, overrides, len);
     #[cfg(not(runtime_keys))]
-    let decision = decide(instance, len);
+    let decision = decide_once(instance, len);
     match decision {
         Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
         Ok(Decision::Forward(forward)) => {
@@ -117,16 +117,16 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
 
 /// Runs the core on the first `len` bytes of the input buffer at the wall
 /// clock's time and reads its decision.
-#[cfg(not(runtime_keys))]
-fn decide(instance: &mut Instance, len: usize) -> Result<Decision<'_>, DecodeError> {
+fn decide_once(instance: &mut Instance, len: usize) -> Result<Decision<'_>, DecodeError> {
     let status = instance.handle(u32::try_from(len).unwrap_or(u32::MAX), now_secs(), compiled_config());
     Decision::decode(status, instance.output())
 }
 
-/// Runs the core as above; when its answer asks for an issuer's keys, they
-/// are fetched now if the schedule grants it, and the request is decided
-/// again (with them if the core installed them): the key calls write the
-/// core's output, so the first decision is gone either way.
+/// Runs the core as [`decide_once`]; when its answer asks for an issuer's
+/// keys, the core's schedule is asked for a round now, and the request is
+/// decided again (with the keys if the round installed them). A round
+/// writes the core's output and input buffers, so the head is kept aside
+/// and written back.
 #[cfg(runtime_keys)]
 fn decide<'i>(
     instance: &'i mut Instance,
@@ -134,15 +134,19 @@ fn decide<'i>(
     overrides: &Overrides,
     len: usize,
 ) -> Result<Decision<'i>, DecodeError> {
-    let len = u32::try_from(len).unwrap_or(u32::MAX);
-    let mut status = instance.handle(len, now_secs(), compiled_config());
-    if let Ok(Decision::Answer(Answer { refresh_keys: Some(issuer), .. })) =
+    let status = instance.handle(u32::try_from(len).unwrap_or(u32::MAX), now_secs(), compiled_config());
+    let Ok(Decision::Answer(Answer { refresh_keys: Some(issuer), .. })) =
         Decision::decode(status, instance.output())
-    {
-        keys.fetch_asked(instance, overrides, issuer);
-        status = instance.handle(len, now_secs(), compiled_config());
+    else {
+        return Decision::decode(status, instance.output());
+    };
+    // An input too long for the buffer was never written: nothing to keep.
+    let head = instance.input_mut().get(..len).map(<[u8]>::to_vec);
+    keys.ask(instance, overrides, issuer);
+    if let Some(head) = head {
+        instance.input_mut()[..head.len()].copy_from_slice(&head);
     }
-    Decision::decode(status, instance.output())
+    decide_once(instance, len)
 }
 
 /// The wall clock in Unix seconds.

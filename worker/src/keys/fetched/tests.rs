@@ -240,3 +240,60 @@ fn the_store_is_one_region_without_pointers() {
         assert_eq!(selected(&copy, 0, header(Alg::Rs256, "rsa-a2"), NOW), Ok("rsa-a2".into()));
     }
 }
+
+#[cfg(all(feature = "rs256", feature = "es256", feature = "eddsa"))]
+#[test]
+fn keys_the_module_does_not_verify_are_skipped_and_named_and_the_others_installed() {
+    let mut store = std::boxed::Box::new(FetchedKeys::new());
+    let mut set = jwks();
+    let keys = set["keys"].as_array_mut().expect("keys");
+    let p384 = serde_json::json!({"kty": "EC", "crv": "P-384", "kid": "p384", "use": "sig", "alg": "ES384",
+        "x": "g1D3n0E8MUu1Rqa-fGKCfWNfeeKbPVBsErRLIjJDpQtBAnDd3HEv8eaMjNvNjn5p",
+        "y": "aT69zNAl0jOlRjKjLRk6EBfBdPEiPbsAW5i3fQfWTWzCwZ7ChDdMQ5a8nIeIEPUW"});
+    let mut encrypting = keys[0].clone();
+    let encrypting_key = encrypting.as_object_mut().expect("a key");
+    encrypting_key.remove("use");
+    encrypting_key.remove("alg");
+    encrypting_key.insert("kid".into(), "enc-ops".into());
+    encrypting_key.insert("key_ops".into(), serde_json::json!(["encrypt"]));
+    keys.push(p384.clone());
+    keys.push(encrypting);
+    let (count, summary) = install(&mut store, 0, &set.to_string(), NOW).expect("the others install");
+    assert_eq!(count, 3);
+    assert_eq!(
+        summary,
+        r#"installed "rsa-a2" "ec-a3" "ed-8037": 3 keys for issuer 0; skipped 3 keys: key 3 (kid "enc-skipped"): use "enc" is not "sig", key 4 (kid "p384"): curve "P-384" is not verified by this gateway, key 5 (kid "enc-ops"): key_ops does not include "verify""#
+    );
+    assert_eq!(selected(&store, 0, header(Alg::Es256, "ec-a3"), NOW), Ok("ec-a3".into()));
+    assert_eq!(selected(&store, 0, header(Alg::Rs256, "enc-ops"), NOW), Err(Rejection::UnknownKey));
+    assert_eq!(selected(&store, 0, header(Alg::Es256, "p384"), NOW), Err(Rejection::UnknownKey));
+    // Many skipped keys: the first four named, the rest counted.
+    let keys = set["keys"].as_array_mut().expect("keys");
+    for i in 0..4 {
+        let mut more = p384.clone();
+        more["kid"] = std::format!("p384-{i}").into();
+        keys.push(more);
+    }
+    let (_, summary) = install(&mut store, 0, &set.to_string(), NOW).expect("valid");
+    assert!(
+        summary
+            .ends_with(r#"key 6 (kid "p384-0"): curve "P-384" is not verified by this gateway and 3 more"#),
+        "{summary}"
+    );
+    assert!(summary.contains("; skipped 7 keys: "), "{summary}");
+}
+
+#[cfg(all(feature = "rs256", feature = "es256", feature = "eddsa"))]
+#[test]
+fn a_document_cut_short_is_refused_as_json_at_every_cut() {
+    let mut store = std::boxed::Box::new(FetchedKeys::new());
+    let whole = document(&["rsa-a2", "ec-a3", "ed-8037"], &[]);
+    for cut in 1..whole.len() {
+        let line = install(&mut store, 0, &whole[..cut], NOW).expect_err("cut short");
+        assert_eq!(
+            line,
+            std::format!("JWKS document is not a JWKS document: its JSON is cut short after {cut} bytes")
+        );
+    }
+    assert_eq!(install(&mut store, 0, &whole, NOW).map(|r| r.0), Ok(3));
+}
