@@ -5,7 +5,7 @@ SHELL := bash
 CARGO ?= cargo
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup worker fixture fixture-readings host envoy readings-servers test readings lint demo bench deploy-local deploy-envoy fuzz clean
+.PHONY: setup worker fixture fixture-readings host envoy wasmtime readings-servers test readings lint demo bench deploy-local deploy-envoy deploy-wasi-http fuzz clean
 
 ## setup: the wasm target and the pinned npm tools (wasm-opt, workerd)
 setup: $(NODE_STAMP)
@@ -16,11 +16,12 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## worker: build dist/gateway.wasm and the Envoy filter dist/gateway-envoy.wasm
-## (GATEWAY_CONFIG=other.toml to change the config)
+## worker: build dist/gateway.wasm, the Envoy filter dist/gateway-envoy.wasm and the
+## wasi:http component dist/gateway-wasi-http.wasm (GATEWAY_CONFIG=other.toml to change the config)
 worker: setup
 	bash build/worker.sh
 	bash build/envoy-filter.sh
+	bash build/wasi-http.sh
 
 ## fixture: the modules the tests drive, built from testkit/fixture*.toml (not the user's config)
 FIXTURE_WASM := target/fixture/gateway.wasm
@@ -39,6 +40,15 @@ fixture: setup fixture-readings
 	  WASM_OUT=target/fixture/gateway-algorithms-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-jwks-envoy.wasm bash build/envoy-filter.sh
+	# The wasi:http components: with upstream-override (the tests move their
+	# origins to ephemeral ports), and one without, the proxy world alone.
+	GATEWAY_CONFIG=testkit/fixture.toml WASI_HTTP_FEATURES=upstream-override \
+	  WASM_OUT=target/fixture/gateway-wasi-http.wasm bash build/wasi-http.sh
+	GATEWAY_CONFIG=testkit/fixture-policies.toml WASI_HTTP_FEATURES=upstream-override \
+	  WASM_OUT=target/fixture/gateway-policies-wasi-http.wasm bash build/wasi-http.sh
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa WASI_HTTP_FEATURES=upstream-override \
+	  WASM_OUT=target/fixture/gateway-jwks-wasi-http.wasm bash build/wasi-http.sh
+	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-wasi-http-proxy.wasm bash build/wasi-http.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
 
 ## fixture-readings: the readings suite's module and Envoy filter, from testkit/fixture-readings.toml
@@ -51,6 +61,11 @@ fixture-readings: setup
 envoy:
 	bash deploy/envoy/install.sh
 
+## wasmtime: `wasmtime serve` (wasmtime-cli at the workspace's wasmtime version) into
+## target/tools, when missing (once: 13 minutes on this shared two-core machine)
+wasmtime:
+	bash deploy/wasi-http/install.sh wasmtime
+
 ## readings-servers: the readings suite's upstream servers when missing (nginx and Tomcat 10 from
 ## Debian's packages, Flask pinned in target/readings-venv; Express is in package.json)
 readings-servers:
@@ -60,7 +75,7 @@ readings-servers:
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker host envoy readings-servers
+test: fixture worker host envoy wasmtime readings-servers
 	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
@@ -87,6 +102,12 @@ lint: setup
 	done
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
 	  --target wasm32-unknown-unknown --features rs256,es256,eddsa -- -D warnings
+	# The wasi:http component's wasm32-only code (the handler, the bindings):
+	# plain, with the upstream override, with key fetching.
+	GATEWAY_CONFIG=gateway.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \
+	  --target wasm32-unknown-unknown -- -D warnings
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \
+	  --target wasm32-unknown-unknown --features rs256,es256,eddsa,upstream-override -- -D warnings
 
 ## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
 demo: worker host
@@ -103,6 +124,10 @@ deploy-local: worker
 ## deploy-envoy: the filter in Envoy on loopback, deploy/envoy/envoy.yaml rendered from the config (Ctrl-C stops it)
 deploy-envoy: worker envoy
 	bash deploy/envoy/run.sh
+
+## deploy-wasi-http: the wasi:http component in `wasmtime serve` on loopback (Ctrl-C stops it)
+deploy-wasi-http: worker wasmtime
+	bash deploy/wasi-http/run.sh
 
 ## fuzz: each fuzz target for a set time (FUZZ_SECONDS, default 60)
 fuzz: setup

@@ -9,6 +9,16 @@
 #   host-sim-metrics  host-sim with --metrics: what counting costs it
 #                     (benches/observe-cost.sh; not in the default set)
 #   workerd           node_modules/.bin/workerd serve deploy/workerd/config.capnp
+#   wasmtime-serve    target/tools/bin/wasmtime serve dist/gateway-wasi-http.wasm:
+#                     the gateway as a wasi:http component, a fresh instance
+#                     per request (wasmtime serve's default, the standard's
+#                     model); the component has no upstream override, so its
+#                     upstream is a second `host-sim upstream` on the orders
+#                     route's own loopback port (gateway.toml: 9101)
+#   wasmtime-serve-reuse
+#                     the same with each instance kept for the requests after
+#                     its first (--max-instance-reuse-count), as host-sim's
+#                     --isolation reuse (not in the default set)
 #   envoy-filter      Envoy 1.40 with the gateway as a proxy-wasm filter
 #                     (dist/gateway-envoy.wasm on V8), its bootstrap rendered
 #                     from gateway.toml (target/release/envoy-filter)
@@ -84,7 +94,7 @@
 #   GATEWAYS_ROUNDS       rounds of both measurements, the median reported (3)
 #   GATEWAYS_CONNECTIONS  oha connections (32)
 #   GATEWAYS              which to run ("host-sim host-sim-reuse workerd workerd-proxy envoy-filter
-#                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router")
+#                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve")
 #   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
 # Output: markdown on stdout and in target/bench-results/gateways.md.
 set -euo pipefail
@@ -95,7 +105,7 @@ rates=${GATEWAYS_RATES:-5000 10000 20000}
 secs=${GATEWAYS_SECONDS:-5}
 rounds=${GATEWAYS_ROUNDS:-3}
 conns=${GATEWAYS_CONNECTIONS:-32}
-gateways=${GATEWAYS:-host-sim host-sim-reuse workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-jwt-authn-cache envoy-router}
+gateways=${GATEWAYS:-host-sim host-sim-reuse workerd workerd-proxy envoy-filter envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve}
 oha_version=1.16.0
 results=target/bench-results
 out=$results/gateways.md
@@ -175,6 +185,22 @@ for gateway in $gateways; do
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
       cmd=("$workerd" serve deploy/workerd/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
+    wasmtime-serve | wasmtime-serve-reuse)
+      [ -f dist/gateway-wasi-http.wasm ] || die "dist/gateway-wasi-http.wasm is missing: run 'make worker'"
+      wasmtime=$(bash deploy/wasi-http/install.sh wasmtime | tail -1)
+      # The component as `make worker` builds it forwards to the route's own
+      # origin: an upstream of its own there, started once.
+      wasi_up_port=${orders_origin#http://127.0.0.1:}
+      [[ "$wasi_up_port" =~ ^[0-9]+$ ]] || die "$gateway: the orders route ($orders_origin) is not a loopback origin with a port"
+      if [ -z "${wasi_upstream_started:-}" ]; then
+        ! listening "$wasi_up_port" || die "$gateway: 127.0.0.1:$wasi_up_port (the orders route) is in use"
+        start upstream "$wasi_up_port" "$results/gateways-upstream-wasi-http.log" "$host_sim" upstream --listen "127.0.0.1:$wasi_up_port"
+        wasi_upstream_started=1
+      fi
+      cmd=("$wasmtime" serve --addr "127.0.0.1:$p")
+      [ "$gateway" = wasmtime-serve-reuse ] && cmd+=(--max-instance-reuse-count 1000000000 --idle-instance-timeout 3600s)
+      cmd+=(dist/gateway-wasi-http.wasm)
+      ;;
     workerd-base)
       [ -f "${GATEWAYS_BASE:-}/deploy/workerd/config.capnp" ] || die "workerd-base: GATEWAYS_BASE must name a built checkout"
       export GATEWAY_UPSTREAM_OVERRIDE="$orders_upstream=http://127.0.0.1:$up_port"
@@ -250,7 +276,7 @@ PY
       fi
       cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
@@ -397,6 +423,7 @@ sorted_rows() { # with_rate rows...
   [[ " $gateways " == *" workerd-proxy "* ]] && echo "workerd-proxy: GATEWAY_PEER_UPSTREAM=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" workerd-floor"* ]] && echo "workerd-floorN: GATEWAY_FLOOR_LEVEL=N GATEWAY_UPSTREAM_OVERRIDE=$orders_upstream=http://127.0.0.1:UPSTREAM"
   [[ " $gateways " == *" envoy-router "* ]] && echo "envoy-router: the envoy-jwt-authn bootstrap with only the router filter and one route to the upstream"
+  [[ " $gateways " == *" wasmtime-serve"* ]] && echo "wasmtime-serve: its upstream is $host_sim upstream --listen ${orders_origin#http://} (the orders route's own origin)"
   echo '```'
   echo
   echo "### At a fixed offered rate (open loop, corrected for coordinated omission)"

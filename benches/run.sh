@@ -300,8 +300,12 @@ fi
 
 # ---- 6b. the gateways side by side: host-sim, workerd, Envoy (filter, jwt_authn) -
 if skipped gateways; then echo "(gateways skipped)"; else
-  step "6/7 gateways side by side: host-sim serve, workerd, Envoy + filter, Envoy jwt_authn (benches/gateways.sh)"
-  bash benches/gateways.sh
+  step "6/7 gateways side by side: host-sim serve, workerd, Envoy + filter, Envoy jwt_authn, wasmtime serve (benches/gateways.sh)"
+  # The default set, with each host's counting off beside it on (host-sim
+  # without --metrics, the Envoy filter's uncounted build): what counting
+  # costs, in the same interleaved rounds (benches/observe-cost.sh).
+  GATEWAYS="host-sim host-sim-metrics host-sim-reuse workerd workerd-proxy envoy-filter envoy-filter-uncounted envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve" \
+    bash benches/gateways.sh
 fi
 
 # ---- 7. report -----------------------------------------------------------------
@@ -311,7 +315,10 @@ step "7/7 report: docs/PERFORMANCE.md"
 "$tool" report "$results" docs/PERFORMANCE.md
 # The gateways' tables, with their command, as the last section.
 if [ -f "$results/gateways.md" ]; then
-  { echo; echo "## 9. The gateways side by side: host-sim, workerd, Envoy with the filter, Envoy's jwt_authn"; echo; cat "$results/gateways.md"
-    python3 benches/gateway_targets.py "$results/gateways.md"; } >>docs/PERFORMANCE.md
+  { echo; echo "## 9. The gateways side by side: host-sim, workerd, Envoy with the filter, Envoy's jwt_authn, wasmtime serve"; echo; cat "$results/gateways.md"
+    python3 benches/gateway_targets.py "$results/gateways.md"
+    echo; echo "## 10. What counting costs: host-sim serve with --metrics, the Envoy filter with its stats"; echo
+    echo "From the rounds above (\`OBSERVE_COST_REPORT=$results/gateways.md bash benches/observe-cost.sh\`; alone: \`bash benches/observe-cost.sh\`)."; echo
+    OBSERVE_COST_REPORT="$results/gateways.md" bash benches/observe-cost.sh; } >>docs/PERFORMANCE.md
 fi
 echo "==> done in $(( $(date +%s) - started ))s"

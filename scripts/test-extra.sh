@@ -14,17 +14,24 @@ REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 deploy/work
 echo "==> node --test deploy/envoy/test/"
 node --test deploy/envoy/test/
 
+# deploy/wasi-http: the component as `make worker` builds it (the proxy
+# world alone) under `wasmtime serve`, and its keys fetched on requests in
+# a fresh instance per request.
+echo "==> node --test deploy/wasi-http/test/"
+REQUIRE_WASI_HTTP=1 node --test --test-timeout=180000 deploy/wasi-http/test/
+
 # testkit/conformance: the forwarding, attack and policy corpora (committed
 # data files) over real HTTP through every host (workerd, host-sim serve,
-# Envoy with the gateway filter) to a recording upstream; and what each host
-# counts and logs of them (observe.test.mjs).
+# Envoy with the gateway filter, wasmtime serve with the wasi:http
+# component) to a recording upstream; and what each host counts and logs of
+# them (observe.test.mjs).
 echo "==> node --test testkit/conformance/"
-REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=180000 testkit/conformance/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=180000 testkit/conformance/
 
 # testkit/jwks: keys fetched at run time on every host, from a test
 # provider that rotates keys and misbehaves on demand.
 echo "==> node --test testkit/jwks/"
-REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/jwks/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=600000 testkit/jwks/
 
 # testkit/metrics: a real Prometheus (Debian's package, installed here when
 # missing) scraping host-sim serve and Envoy, and the Grafana dashboard's

@@ -216,6 +216,25 @@ pub fn resolve_path(workspace: &Path) -> PathBuf {
     }
 }
 
+/// What the build script of a host crate that embeds the core (the Envoy
+/// filter, the wasi:http component) compiles against: the config's policy
+/// cfgs (empty when it does not load: `worker/build.rs` stops the build
+/// with the reason), and whether the core fetches keys at run time, which
+/// needs a JWKS source and a public-key algorithm among the crate's
+/// features (the same test as `worker/build.rs`). Prints the
+/// `rerun-if` lines for the config. `workspace` is the workspace's root.
+pub fn embedded_core_cfgs(workspace: &Path) -> (Vec<&'static str>, bool) {
+    println!("cargo:rerun-if-env-changed=GATEWAY_CONFIG");
+    let path = resolve_path(workspace);
+    println!("cargo:rerun-if-changed={}", path.display());
+    let public_keys = ["RS256", "ES256", "EDDSA"]
+        .iter()
+        .any(|alg| std::env::var_os(format!("CARGO_FEATURE_{alg}")).is_some());
+    let cfgs = load(&path).map(|c| c.policy_cfgs()).unwrap_or_default();
+    let runtime_keys = public_keys && cfgs.contains(&"runtime_keys");
+    (cfgs, runtime_keys)
+}
+
 /// Reads and validates the configuration at `path`, taking key material from
 /// the process environment and from files relative to the config's folder.
 pub fn load(path: &Path) -> Result<GatewayConfig, ConfigError> {

@@ -33,7 +33,7 @@
 //                                             the request before the module sees
 //                                             it (RFC 9112 lets it); each choice
 //                                             is safe; `why` says which and why
-//   { hosts: { module, "host-sim", workerd, envoy }, why }
+//   { hosts: { module, "host-sim", workerd, envoy, "wasi-http" }, why }
 //                                             where the hosts' front ends reshape
 //                                             the request each its own way: every
 //                                             host's outcome pinned (`module` is

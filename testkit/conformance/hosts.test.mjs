@@ -20,6 +20,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { FIXTURE_WASM, ROOT, hostSimServeHelp, mintToken, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
 import { FIXTURE_CONFIG, FIXTURE_ENVOY_WASM, envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { WASI_HTTP_FIXTURES, startWasiHttp, wasiHttpReady, withoutPeer } from "../../deploy/wasi-http/harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const readCorpus = (path) =>
@@ -36,10 +37,11 @@ const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
 
 /** The modules each corpus runs through, as each host loads them (`make fixture`). */
 const MODULES = {
-  forwarding: { wasm: FIXTURE_WASM, envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG } },
+  forwarding: { wasm: FIXTURE_WASM, envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG }, wasiHttp: WASI_HTTP_FIXTURES.forwarding },
   policies: {
     wasm: join(ROOT, "target", "fixture", "gateway-policies.wasm"),
     envoy: { wasm: join(ROOT, "target", "fixture", "gateway-policies-envoy.wasm"), config: join(ROOT, "testkit", "fixture-policies.toml") },
+    wasiHttp: WASI_HTTP_FIXTURES.policies,
   },
 };
 
@@ -73,11 +75,14 @@ const FRAMING = new Set(["host", "content-length", "transfer-encoding", "connect
  */
 async function startRecorder() {
   const received = [];
+  let inFlight = 0; // requests begun and not yet over: a forward still arriving
   const servers = [];
   const addresses = {};
   for (const origin of ORIGINS) {
     const server = createServer((req, res) => {
       const chunks = [];
+      inFlight += 1;
+      req.once("close", () => (inFlight -= 1));
       req.on("data", (c) => chunks.push(c));
       req.on("end", () => {
         const headers = [];
@@ -113,6 +118,11 @@ async function startRecorder() {
   return {
     received,
     addresses,
+    /** Waits (at most `ms`) until no request is still arriving. */
+    settled: async (ms = 3000) => {
+      await new Promise((r) => setTimeout(r, 150)); // a forward's first bytes on their way
+      for (const end = Date.now() + ms; inFlight > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    },
     close: () =>
       Promise.all(servers.map((s) => new Promise((r) => (s.closeAllConnections?.(), s.close(() => r()))))),
   };
@@ -341,6 +351,10 @@ async function checkForwarding(c, gateway, recorder, host) {
 async function checkAttack(c, gateway, recorder, host) {
   const seen = recorder.received.length;
   const responses = await exchange(gateway.port, c.request, 1, 5000).catch((e) => (c.front_end ? [] : Promise.reject(e)));
+  // A request whose framing the host reads otherwise than the module (such
+  // as a body the client never ends) may reach the upstream only as its
+  // connection closes: counted here, not in the next case.
+  if (responses.length === 0) await recorder.settled();
   const got = responses.map(outcomeOf)[0];
   const forwards = recorder.received.length - seen;
   if (!c.front_end) {
@@ -411,12 +425,19 @@ if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
   HOSTS.push(["envoy + gateway filter", "envoy", (recorder, module) => startEnvoyFilter(overrides(recorder), module.envoy)]);
 }
 
-for (const [name, host, start] of HOSTS) {
+// Required in `make test` (REQUIRE_WASI_HTTP=1); skipped elsewhere when wasmtime or the components are not built.
+// wasi:http shows a component no client address: on this host the corpus's
+// forwards carry X-Forwarded-For: unknown (withoutPeer, deploy/wasi-http/harness.mjs).
+if (wasiHttpReady() || process.env.REQUIRE_WASI_HTTP === "1") {
+  HOSTS.push(["wasmtime serve (wasi:http component)", "wasi-http", (recorder, module) => startWasiHttp(overrides(recorder), module.wasiHttp), withoutPeer]);
+}
+
+for (const [name, host, start, corpus = (cases) => cases] of HOSTS) {
   const forwarding = (recorder) => start(recorder, MODULES.forwarding);
-  describeHost(`forwarding conformance: ${name}`, host, forwarding, CASES, 180000, checkForwarding);
+  describeHost(`forwarding conformance: ${name}`, host, forwarding, corpus(CASES), 180000, checkForwarding);
   const policies = (recorder) => start(recorder, MODULES.policies);
-  describeHost(`policy conformance: ${name}`, host, policies, [...POLICY_CASES, ...leewayCases()], 300000, checkForwarding);
-  describeHost(`attack corpus: ${name}`, host, forwarding, ATTACKS, 600000, checkAttack);
+  describeHost(`policy conformance: ${name}`, host, policies, corpus([...POLICY_CASES, ...leewayCases()]), 300000, checkForwarding);
+  describeHost(`attack corpus: ${name}`, host, forwarding, corpus(ATTACKS), 600000, checkAttack);
 }
 
 // Envoy calls a filter's callback only when the module exports it

@@ -201,7 +201,7 @@ export const POLICY_CASES = [
   [
     "a method in lower case is refused",
     req("get", "/healthz"),
-    [{ hosts: { module: METHOD_CASE, "host-sim": METHOD_CASE, workerd: { front_end: true }, envoy: { front_end: true } }, why: "RFC 9110 section 9.1 makes methods case-sensitive, but Flask, Django and ASP.NET Core fold them, so the module refuses one with a lower-case letter (hyper passes it on); workerd answers 501 and Envoy 400 before any module runs" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "wasi-http"], METHOD_CASE), workerd: { front_end: true }, envoy: { front_end: true } }, why: "RFC 9110 section 9.1 makes methods case-sensitive, but Flask, Django and ASP.NET Core fold them, so the module refuses one with a lower-case letter (hyper, in host-sim and wasmtime serve, passes it on); workerd answers 501 and Envoy 400 before any module runs" }],
   ],
   ["dot segments out of a public path need a token", req("GET", "/healthz/../orders/7"), [MISSING]],
   ["an encoded slash never reaches a rule", req("GET", "/docs%2f..%2forders"), [answer(400, "encoded slash or backslash in path")]],
@@ -352,7 +352,7 @@ export const POLICY_CASES = [
   [
     "token cookie in a second Cookie field",
     req("GET", "/orders/7", ["Cookie: theme=dark", `Cookie: __Host-access=${ALICE_P}`]),
-    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark"]] })), workerd: AMBIGUOUS_COOKIE }, why: "an HTTP/1.1 client sends one Cookie field (RFC 6265 section 5.4); hyper and Envoy keep two apart, and the module reads both; workerd's Headers (Fetch) join them with \", \", so its module reads one pair, theme, whose value holds the token cookie after a comma, which servers that split on commas read as the token cookie: refused, nothing is forwarded" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy", "wasi-http"], granted("GET", "/orders-svc/orders/7", ALICE_P, { extra: [["cookie", "theme=dark"]] })), workerd: AMBIGUOUS_COOKIE }, why: "an HTTP/1.1 client sends one Cookie field (RFC 6265 section 5.4); hyper (host-sim, wasmtime serve) and Envoy keep two apart, and the module reads both; workerd's Headers (Fetch) join them with \", \", so its module reads one pair, theme, whose value holds the token cookie after a comma, which servers that split on commas read as the token cookie: refused, nothing is forwarded" }],
   ],
   ["token cookie name in another case: ASP.NET Core reads it as the token cookie", req("GET", "/orders/7", [`Cookie: __host-access=${ALICE_P}`]), [AMBIGUOUS_COOKIE]],
   ["token cookie not a token", req("GET", "/orders/7", ["Cookie: __Host-access=a,b"]), [MALFORMED_SOURCE]],
@@ -371,7 +371,7 @@ export const POLICY_CASES = [
   [
     "token header twice",
     req("GET", "/orders/7", [`X-Api-Token: Token ${ALICE_P}`, `X-Api-Token: Token ${ALICE_P}`]),
-    [{ hosts: { ...sameOn(["module", "host-sim", "envoy"], TWO_TOKENS), workerd: MALFORMED_SOURCE }, why: "workerd's Headers (Fetch) join the two fields into one value, \"Token <t>, Token <t>\", which holds no b64token: 400 either way" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "envoy", "wasi-http"], TWO_TOKENS), workerd: MALFORMED_SOURCE }, why: "workerd's Headers (Fetch) join the two fields into one value, \"Token <t>, Token <t>\", which holds no b64token: 400 either way" }],
   ],
   ["token header conflicting with Authorization", req("GET", "/orders/7", [bearer(ALICE_P), `X-Api-Token: Token ${OTHER_ALICE}`]), [TWO_TOKENS]],
   ["token header spelled with underscores is no source and never travels", req("GET", "/orders/7", [bearer(ALICE_P), `X_Api_Token: Token ${OTHER_ALICE}`]), [granted("GET", "/orders-svc/orders/7", ALICE_P)]],
@@ -455,12 +455,12 @@ export const POLICY_CASES = [
   [
     "a write method in lower case",
     req("delete", "/orders/7", [bearer(ALICE_P)]),
-    [{ hosts: { module: METHOD_CASE, "host-sim": METHOD_CASE, workerd: { front_end: true }, envoy: { front_end: true } }, why: "the module refuses a method with a lower-case letter; workerd answers 501 and Envoy 400 before any module runs" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "wasi-http"], METHOD_CASE), workerd: { front_end: true }, envoy: { front_end: true } }, why: "the module refuses a method with a lower-case letter (hyper, in host-sim and wasmtime serve, passes it on); workerd answers 501 and Envoy 400 before any module runs" }],
   ],
   [
     "a write method in mixed case",
     req("Delete", "/orders/7", [bearer(ALICE_P)]),
-    [{ hosts: { module: METHOD_CASE, "host-sim": METHOD_CASE, workerd: { front_end: true }, envoy: { front_end: true } }, why: "the module refuses a method with a lower-case letter; workerd answers 501 and Envoy 400 before any module runs" }],
+    [{ hosts: { ...sameOn(["module", "host-sim", "wasi-http"], METHOD_CASE), workerd: { front_end: true }, envoy: { front_end: true } }, why: "the module refuses a method with a lower-case letter (hyper, in host-sim and wasmtime serve, passes it on); workerd answers 501 and Envoy 400 before any module runs" }],
   ],
   ["a read overridden into a write", req("GET", "/orders/7", [bearer(ALICE_P), "X-HTTP-Method-Override: DELETE"]), [METHOD_READS_ANOTHER_RULE]],
   ["an override header spelled with underscores", req("GET", "/orders/7", [bearer(ALICE_P), "X_HTTP_Method_Override: DELETE"]), [METHOD_READS_ANOTHER_RULE]],

@@ -15,17 +15,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(runtime_keys)");
     println!("cargo::rustc-check-cfg=cfg(response_edits)");
     println!("cargo::rustc-check-cfg=cfg(label_table)");
-    println!("cargo:rerun-if-env-changed=GATEWAY_CONFIG");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let path = gateway_config::resolve_path(&manifest.join("../../.."));
-    println!("cargo:rerun-if-changed={}", path.display());
-    // The same test as worker/build.rs: a build without RS256, ES256 or
-    // EdDSA verifies no fetched key, so the worker has no key store.
-    let public_keys = ["RS256", "ES256", "EDDSA"]
-        .iter()
-        .any(|alg| std::env::var_os(format!("CARGO_FEATURE_{alg}")).is_some());
-    let cfgs = gateway_config::load(&path).map(|c| c.policy_cfgs()).unwrap_or_default();
-    let runtime_keys = public_keys && cfgs.contains(&"runtime_keys");
+    let (cfgs, runtime_keys) = gateway_config::embedded_core_cfgs(&manifest.join("../../.."));
     if runtime_keys {
         println!("cargo:rustc-cfg=runtime_keys");
     }

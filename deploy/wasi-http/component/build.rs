@@ -1,0 +1,19 @@
+//! Turns on `cfg(runtime_keys)` when the core this component embeds fetches
+//! keys at run time: the config `worker/build.rs` compiles in names a JWKS
+//! source (`jwks_url` or `discovery`) and the build has a public-key
+//! algorithm. Then `worker::abi::Instance` has its key methods and the
+//! component compiles its fetcher; otherwise neither exists. A config that
+//! does not load is left to `worker/build.rs`, which stops the build with
+//! the reason. Also makes cargo rebuild when the WIT changes.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(runtime_keys)");
+    println!("cargo:rerun-if-changed=wit");
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let (_, runtime_keys) = gateway_config::embedded_core_cfgs(&manifest.join("../../.."));
+    if runtime_keys {
+        println!("cargo:rustc-cfg=runtime_keys");
+    }
+}

@@ -1,0 +1,217 @@
+//! A forward carried out through `wasi:http/outgoing-handler` (`ABI.md`,
+//! "Forward"): the client's method to the plan's origin and path, with the
+//! client's fields less the plan's drops plus its sets, the client's body
+//! streamed; the upstream's status, fields (with the plan's response edits)
+//! and body streamed back. The runtime frames both bodies and sets `Host`
+//! from the authority. A failure before the upstream's response is one of
+//! the answers a host makes itself (`ABI.md`, "Answers the host makes
+//! itself"); after it has begun, the client's response is cut short.
+
+use alloc::vec::Vec;
+
+use contract::Forward;
+use contract::fields::HostAnswer;
+
+use crate::bindings::wasi::clocks::monotonic_clock;
+use crate::bindings::wasi::http::outgoing_handler;
+use crate::bindings::wasi::http::types::{
+    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse, Method, OutgoingBody,
+    OutgoingRequest, OutgoingResponse, RequestOptions, ResponseOutparam, Scheme,
+};
+use crate::bindings::wasi::io::poll;
+use crate::bindings::wasi::io::streams::{InputStream, OutputStream, StreamError};
+use crate::handler::{CHUNK, host_answer, log};
+use crate::overrides::Overrides;
+use crate::plan::{self, Field};
+
+/// How long connecting to the upstream may take: 502 after (as host-sim's
+/// `--upstream-connect-timeout`).
+const CONNECT_TIMEOUT_NS: u64 = 5_000_000_000; // 5 s
+/// How long the upstream may take to its response's first byte, and
+/// between two bytes of it: 504 before the response has begun (host-sim's
+/// `--upstream-timeout` bounds the whole exchange at 30 s).
+const RESPONSE_TIMEOUT_NS: u64 = 30_000_000_000; // 30 s
+/// How long the client's body may stall (no byte arrives) while it is
+/// forwarded: 408 (as host-sim's `--body-timeout`).
+const BODY_STALL_NS: u64 = 10_000_000_000; // 10 s
+
+/// What the component keeps of the client's request for its forward.
+pub(crate) struct ClientRequest {
+    /// The method, sent as it came.
+    pub method: Method,
+    /// The fields as the runtime hands them.
+    pub fields: Vec<Field>,
+    /// The body (its stream below is its child and goes first).
+    pub body: IncomingBody,
+    /// The body's bytes.
+    pub stream: InputStream,
+    /// Bytes already read from the stream (to see whether content follows).
+    pub first: Option<Vec<u8>>,
+}
+
+/// Why a body could not be streamed through.
+enum Failure {
+    /// The client's body stalled.
+    Stalled,
+    /// A stream failed (the client or the upstream went away).
+    Broken,
+}
+
+/// Sends `forward`'s request upstream and the upstream's response back.
+pub(crate) fn forward(
+    response_out: ResponseOutparam,
+    forward: &Forward<'_>,
+    client: ClientRequest,
+    overrides: &Overrides,
+) {
+    let ClientRequest { method, fields, body, stream, first } = client;
+    let (https, authority) = plan::split_origin(overrides.origin(forward.origin));
+    let Ok(headers) = Fields::from_list(&plan::request_fields(fields, forward)) else {
+        log("gateway: the runtime refused the forward's fields");
+        return host_answer(response_out, HostAnswer::ModuleFailed);
+    };
+    let request = OutgoingRequest::new(headers);
+    let scheme = if https { Scheme::Https } else { Scheme::Http };
+    let set = request
+        .set_method(&method)
+        .and(request.set_scheme(Some(&scheme)))
+        .and(request.set_authority(Some(authority)))
+        .and(request.set_path_with_query(Some(forward.path)));
+    let (Ok(()), Ok(outgoing)) = (set, request.body()) else {
+        log("gateway: the runtime refused the forward's request line");
+        return host_answer(response_out, HostAnswer::ModuleFailed);
+    };
+    let future =
+        match outgoing_handler::handle(request, Some(options(CONNECT_TIMEOUT_NS, RESPONSE_TIMEOUT_NS))) {
+            Ok(future) => future,
+            Err(code) => return host_answer(response_out, upstream_failure(&code)),
+        };
+    let sent = send_body(first, &stream, &outgoing);
+    drop(stream);
+    drop(body);
+    match sent {
+        Ok(()) => {
+            // The upstream's answer says what became of a request it got incomplete.
+            let _ = OutgoingBody::finish(outgoing, None);
+        }
+        Err(Failure::Stalled) => return host_answer(response_out, HostAnswer::BodyTimedOut),
+        Err(Failure::Broken) => drop(outgoing),
+    }
+    match response(&future) {
+        Ok(upstream) => relay(response_out, forward, upstream),
+        Err(code) => host_answer(response_out, upstream_failure(&code)),
+    }
+}
+
+/// The first bytes of a body, read before the decision: empty when it ends
+/// at once, `None` when it cannot be read (then no content follows either);
+/// the client's 408 when none come within the stall bound.
+pub(crate) fn first_bytes(from: &InputStream) -> Result<Option<Vec<u8>>, HostAnswer> {
+    if !readable_in_time(from) {
+        return Err(HostAnswer::BodyTimedOut);
+    }
+    Ok(match from.read(CHUNK) {
+        Ok(bytes) => Some(bytes),
+        Err(StreamError::Closed) => Some(Vec::new()),
+        Err(StreamError::LastOperationFailed(_)) => None,
+    })
+}
+
+/// Whether `from` has bytes (or its end) before the client's body stalls
+/// for `BODY_STALL_NS`.
+fn readable_in_time(from: &InputStream) -> bool {
+    let ready = from.subscribe();
+    let stall = monotonic_clock::subscribe_duration(BODY_STALL_NS);
+    poll::poll(&[&ready, &stall]).contains(&0)
+}
+
+/// Request options: the connect timeout, and the first-byte and
+/// between-bytes timeouts.
+pub(crate) fn options(connect_ns: u64, response_ns: u64) -> RequestOptions {
+    let options = RequestOptions::new();
+    // A runtime that does not take a timeout keeps its own.
+    let _ = options.set_connect_timeout(Some(connect_ns));
+    let _ = options.set_first_byte_timeout(Some(response_ns));
+    let _ = options.set_between_bytes_timeout(Some(response_ns));
+    options
+}
+
+/// Streams the client's body (`first`, then the rest of `from`) into the
+/// upstream request's body, each wait for the client bounded.
+fn send_body(first: Option<Vec<u8>>, from: &InputStream, to: &OutgoingBody) -> Result<(), Failure> {
+    let to = to.write().map_err(|()| Failure::Broken)?;
+    if !write_all(&to, &first.unwrap_or_default()) {
+        return Err(Failure::Broken);
+    }
+    loop {
+        if !readable_in_time(from) {
+            return Err(Failure::Stalled);
+        }
+        match to.blocking_splice(from, CHUNK) {
+            Ok(_) => {}
+            Err(StreamError::Closed) => return to.blocking_flush().map_err(|_| Failure::Broken),
+            Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
+        }
+    }
+}
+
+/// Writes `bytes` in the 4096-byte pieces a blocking write takes; whether
+/// all were written.
+pub(crate) fn write_all(to: &OutputStream, bytes: &[u8]) -> bool {
+    bytes.chunks(4096).all(|piece| to.blocking_write_and_flush(piece).is_ok())
+}
+
+/// Waits for the upstream's response (the runtime enforces the timeouts).
+pub(crate) fn response(future: &FutureIncomingResponse) -> Result<IncomingResponse, ErrorCode> {
+    loop {
+        match future.get() {
+            Some(Ok(result)) => return result,
+            Some(Err(())) => return Err(ErrorCode::InternalError(None)),
+            None => future.subscribe().block(),
+        }
+    }
+}
+
+/// Sends the upstream's status and fields, with the plan's response
+/// edits, and streams its body; a body that breaks off cuts the client's
+/// response short (it is not finished).
+fn relay(response_out: ResponseOutparam, forward: &Forward<'_>, upstream: IncomingResponse) {
+    let fields = plan::response_fields(upstream.headers().entries(), forward);
+    let Ok(headers) = Fields::from_list(&fields) else {
+        log("gateway: the runtime refused the upstream response's fields");
+        return host_answer(response_out, HostAnswer::ModuleFailed);
+    };
+    let response = OutgoingResponse::new(headers);
+    let (Ok(()), Ok(to), Ok(from)) =
+        (response.set_status_code(upstream.status()), response.body(), upstream.consume())
+    else {
+        return host_answer(response_out, HostAnswer::UpstreamUnavailable);
+    };
+    ResponseOutparam::set(response_out, Ok(response));
+    let copied = copy(&from, &to);
+    if copied.is_ok() {
+        let _ = OutgoingBody::finish(to, None);
+    }
+}
+
+/// Streams an upstream body into the client's response body.
+fn copy(from: &IncomingBody, to: &OutgoingBody) -> Result<(), Failure> {
+    let from = from.stream().map_err(|()| Failure::Broken)?;
+    let to = to.write().map_err(|()| Failure::Broken)?;
+    loop {
+        match to.blocking_splice(&from, CHUNK) {
+            Ok(_) => {}
+            Err(StreamError::Closed) => return to.blocking_flush().map_err(|_| Failure::Broken),
+            Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
+        }
+    }
+}
+
+/// The answer for an upstream that could not be reached or did not answer
+/// in time.
+fn upstream_failure(code: &ErrorCode) -> HostAnswer {
+    match code {
+        ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => HostAnswer::UpstreamTimedOut,
+        _ => HostAnswer::UpstreamUnavailable,
+    }
+}

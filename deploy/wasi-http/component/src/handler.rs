@@ -1,0 +1,225 @@
+//! The component's export, `wasi:http/incoming-handler`: each request's
+//! head written into the core's input buffer, the core's decision read with
+//! the contract's decoder, and carried out: a direct answer as an
+//! `outgoing-response` with exactly its status, fields and body, or a
+//! forward ([`crate::exchange`]). Every failure of the component's own
+//! answers 500 (`gateway module failed`) and the request goes nowhere.
+
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use contract::fields::HostAnswer;
+use contract::{Answer, Decision, DecodeError};
+use worker::abi::{Instance, compiled_config};
+
+use crate::bindings::exports::wasi::http::incoming_handler::Guest;
+use crate::bindings::wasi::clocks::wall_clock;
+use crate::bindings::wasi::http::types::{
+    ErrorCode, Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam, Scheme,
+};
+use crate::input::{self, RequestLine};
+use crate::overrides::Overrides;
+use crate::plan::Field;
+
+/// What the component keeps between the calls of one instance: the core's
+/// buffers, the upstream overrides, and the key fetches' schedules.
+/// `wasmtime serve` makes a fresh instance for each request unless told to
+/// reuse them.
+pub(crate) struct State {
+    pub instance: Instance,
+    pub overrides: Overrides,
+    #[cfg(runtime_keys)]
+    pub keys: crate::keys::Sources,
+}
+
+impl State {
+    /// The state of a fresh instance (in static memory, zeroed).
+    pub const fn new() -> Self {
+        State {
+            instance: Instance::new(),
+            overrides: Overrides::new(),
+            #[cfg(runtime_keys)]
+            keys: crate::keys::Sources::new(),
+        }
+    }
+}
+
+/// The export (`bindings` exports it).
+pub(crate) struct Component;
+
+impl Guest for Component {
+    fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
+        handle(crate::wasm::state(), request, response_out);
+    }
+}
+
+/// The most bytes read at once from a body.
+pub(crate) const CHUNK: u64 = 64 << 10; // 64 KiB
+
+/// Decides one request and carries out the decision.
+fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOutparam) {
+    let fields = request.headers().entries();
+    let method = request.method();
+    let path_with_query = request.path_with_query();
+    let authority = request.authority();
+    let scheme = match request.scheme() {
+        Some(Scheme::Https) => input::Scheme::Https,
+        _ => input::Scheme::Http,
+    };
+    // A request's body can be taken once, and it always can be here.
+    let Ok(body) = request.consume() else { return host_answer(response_out, HostAnswer::ModuleFailed) };
+    let Ok(stream) = body.stream() else { return host_answer(response_out, HostAnswer::ModuleFailed) };
+    // A body without Content-Length: its first bytes say whether content
+    // follows (an empty body ends at once), and they are forwarded first.
+    let framed = fields.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length"));
+    let first = match framed {
+        true => None,
+        false => match crate::exchange::first_bytes(&stream) {
+            Ok(first) => first,
+            Err(answer) => return host_answer(response_out, answer),
+        },
+    };
+    let head = matches!(method, Method::Head);
+    let State { instance, overrides, .. } = state;
+    if let Err(why) = overrides.load(instance) {
+        log(&why);
+        return host_answer(response_out, HostAnswer::ModuleFailed);
+    }
+    let line = RequestLine {
+        scheme,
+        method: input::method_name(&method),
+        path_with_query: path_with_query.as_deref(),
+        authority: authority.as_deref(),
+        content_follows: first.as_ref().is_some_and(|bytes| !bytes.is_empty()),
+    };
+    let len = input::write_input(&line, &fields, instance.input_mut());
+    #[cfg(runtime_keys)]
+    let decision = decide(instance, &mut state.keys, overrides, len);
+    #[cfg(not(runtime_keys))]
+    let decision = decide_once(instance, len);
+    match decision {
+        Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
+        Ok(Decision::Forward(forward)) => {
+            let client = crate::exchange::ClientRequest { method, fields, body, stream, first };
+            crate::exchange::forward(response_out, &forward, client, overrides);
+        }
+        Err(e) => {
+            log(&["gateway: the decision cannot be read: ", e.describe()].concat());
+            host_answer(response_out, HostAnswer::ModuleFailed);
+        }
+    }
+    // With the response sent, the key refreshes that are due (in an
+    // instance the runtime reuses).
+    #[cfg(runtime_keys)]
+    state.keys.refresh_due(&mut state.instance, &state.overrides);
+}
+
+/// Runs the core on the first `len` bytes of the input buffer at the wall
+/// clock's time and reads its decision.
+fn decide_once(instance: &mut Instance, len: usize) -> Result<Decision<'_>, DecodeError> {
+    let status = instance.handle(u32::try_from(len).unwrap_or(u32::MAX), now_secs(), compiled_config());
+    Decision::decode(status, instance.output())
+}
+
+/// Runs the core as [`decide_once`]; when its answer asks for an issuer's
+/// keys, the core's schedule is asked for a round now, and the request is
+/// decided again (with the keys if the round installed them). A round
+/// writes the core's output and input buffers, so the head is kept aside
+/// and written back.
+#[cfg(runtime_keys)]
+fn decide<'i>(
+    instance: &'i mut Instance,
+    keys: &mut crate::keys::Sources,
+    overrides: &Overrides,
+    len: usize,
+) -> Result<Decision<'i>, DecodeError> {
+    let status = instance.handle(u32::try_from(len).unwrap_or(u32::MAX), now_secs(), compiled_config());
+    let Ok(Decision::Answer(Answer { refresh_keys: Some(issuer), .. })) =
+        Decision::decode(status, instance.output())
+    else {
+        return Decision::decode(status, instance.output());
+    };
+    // An input too long for the buffer was never written: nothing to keep.
+    let head = instance.input_mut().get(..len).map(<[u8]>::to_vec);
+    keys.ask(instance, overrides, issuer);
+    if let Some(head) = head {
+        instance.input_mut()[..head.len()].copy_from_slice(&head);
+    }
+    decide_once(instance, len)
+}
+
+/// The wall clock in Unix seconds.
+pub(crate) fn now_secs() -> f64 {
+    let now = wall_clock::now();
+    now.seconds as f64 + f64::from(now.nanoseconds) / 1e9
+}
+
+/// Sends the core's answer: its status, exactly its fields, and its body
+/// (none for a status without one, nor to a HEAD request).
+fn send_answer(response_out: ResponseOutparam, answer: &Answer<'_>, head: bool) {
+    let fields: Vec<Field> =
+        answer.fields().map(|(name, value)| (name.to_owned(), value.as_bytes().to_vec())).collect();
+    let body = match (head, answer.status) {
+        (true, _) | (_, 204 | 304) => None,
+        _ => Some(answer.body.as_bytes()),
+    };
+    respond(response_out, answer.status, fields, body);
+}
+
+/// Sends one of the answers a host makes itself.
+pub(crate) fn host_answer(response_out: ResponseOutparam, answer: HostAnswer) {
+    let fields = alloc::vec![("content-type".to_owned(), contract::fields::JSON.as_bytes().to_vec())];
+    respond(response_out, answer.status(), fields, Some(answer.body().as_bytes()));
+}
+
+/// Sends a response with `status`, `fields` and `body` (framed with
+/// Content-Length); a response the runtime refuses to make becomes the
+/// runtime's own error answer.
+fn respond(response_out: ResponseOutparam, status: u16, mut fields: Vec<Field>, body: Option<&[u8]>) {
+    if let Some(body) = body {
+        fields.push(("content-length".to_owned(), decimal(body.len())));
+    }
+    let Ok(headers) = Fields::from_list(&fields) else {
+        return ResponseOutparam::set(response_out, Err(internal("the runtime refused an answer's fields")));
+    };
+    let response = OutgoingResponse::new(headers);
+    let (Ok(()), Ok(outgoing)) = (response.set_status_code(status), response.body()) else {
+        return ResponseOutparam::set(response_out, Err(internal("the runtime refused an answer's status")));
+    };
+    ResponseOutparam::set(response_out, Ok(response));
+    if let (Some(body), Ok(stream)) = (body, outgoing.write()) {
+        let written = crate::exchange::write_all(&stream, body);
+        drop(stream);
+        if !written {
+            return;
+        }
+    }
+    let _ = OutgoingBody::finish(outgoing, None);
+}
+
+/// `n` in decimal digits.
+fn decimal(mut n: usize) -> Vec<u8> {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(b'0' + (n % 10) as u8);
+        n /= 10;
+        if n == 0 {
+            digits.reverse();
+            return digits;
+        }
+    }
+}
+
+/// The error the runtime answers for a response it would not let the
+/// component make (logged as well).
+fn internal(why: &str) -> ErrorCode {
+    log(&["gateway: ", why].concat());
+    ErrorCode::InternalError(Some(String::from(why)))
+}
+
+/// Writes one line to the runtime's stderr (its log).
+pub(crate) fn log(line: &str) {
+    let stderr = crate::bindings::wasi::cli::stderr::get_stderr();
+    crate::exchange::write_all(&stderr, [line, "\n"].concat().as_bytes());
+}
