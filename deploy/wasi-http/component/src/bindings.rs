@@ -20,5 +20,8 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use crate::handler::Component;
+/// The component's export: `handler` implements
+/// `wasi:http/incoming-handler` for it.
+pub(crate) struct Component;
+
 export!(Component with_types_in self);

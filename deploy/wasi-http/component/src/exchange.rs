@@ -19,10 +19,10 @@ use crate::bindings::wasi::http::types::{
     OutgoingRequest, OutgoingResponse, RequestOptions, ResponseOutparam, Scheme,
 };
 use crate::bindings::wasi::io::poll;
-use crate::bindings::wasi::io::streams::{InputStream, OutputStream, StreamError};
-use crate::handler::{CHUNK, host_answer, log};
+use crate::bindings::wasi::io::streams::{InputStream, StreamError};
 use crate::overrides::Overrides;
 use crate::plan::{self, Field};
+use crate::respond::{CHUNK, host_answer, log, write_all};
 
 /// How long connecting to the upstream may take: 502 after (as host-sim's
 /// `--upstream-connect-timeout`).
@@ -153,12 +153,6 @@ fn send_body(first: Option<Vec<u8>>, from: &InputStream, to: &OutgoingBody) -> R
             Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
         }
     }
-}
-
-/// Writes `bytes` in the 4096-byte pieces a blocking write takes; whether
-/// all were written.
-pub(crate) fn write_all(to: &OutputStream, bytes: &[u8]) -> bool {
-    bytes.chunks(4096).all(|piece| to.blocking_write_and_flush(piece).is_ok())
 }
 
 /// Waits for the upstream's response (the runtime enforces the timeouts).

@@ -5,57 +5,26 @@
 //! forward ([`crate::exchange`]). Every failure of the component's own
 //! answers 500 (`gateway module failed`) and the request goes nowhere.
 
-use alloc::borrow::ToOwned;
-use alloc::string::String;
-use alloc::vec::Vec;
-
+#[cfg(runtime_keys)]
+use contract::Answer;
 use contract::fields::HostAnswer;
-use contract::{Answer, Decision, DecodeError};
+use contract::{Decision, DecodeError};
 use worker::abi::{Instance, compiled_config};
 
+use crate::bindings::Component;
 use crate::bindings::exports::wasi::http::incoming_handler::Guest;
-use crate::bindings::wasi::clocks::wall_clock;
-use crate::bindings::wasi::http::types::{
-    ErrorCode, Fields, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam, Scheme,
-};
+use crate::bindings::wasi::http::types::{IncomingRequest, Method, ResponseOutparam, Scheme};
 use crate::input::{self, RequestLine};
+#[cfg(runtime_keys)]
 use crate::overrides::Overrides;
-use crate::plan::Field;
-
-/// What the component keeps between the calls of one instance: the core's
-/// buffers, the upstream overrides, and the key fetches' schedules.
-/// `wasmtime serve` makes a fresh instance for each request unless told to
-/// reuse them.
-pub(crate) struct State {
-    pub instance: Instance,
-    pub overrides: Overrides,
-    #[cfg(runtime_keys)]
-    pub keys: crate::keys::Sources,
-}
-
-impl State {
-    /// The state of a fresh instance (in static memory, zeroed).
-    pub const fn new() -> Self {
-        State {
-            instance: Instance::new(),
-            overrides: Overrides::new(),
-            #[cfg(runtime_keys)]
-            keys: crate::keys::Sources::new(),
-        }
-    }
-}
-
-/// The export (`bindings` exports it).
-pub(crate) struct Component;
+use crate::respond::{host_answer, log, now_secs, send_answer};
+use crate::wasm::State;
 
 impl Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         handle(crate::wasm::state(), request, response_out);
     }
 }
-
-/// The most bytes read at once from a body.
-pub(crate) const CHUNK: u64 = 64 << 10; // 64 KiB
 
 /// Decides one request and carries out the decision.
 fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOutparam) {
@@ -147,79 +116,4 @@ fn decide<'i>(
         instance.input_mut()[..head.len()].copy_from_slice(&head);
     }
     decide_once(instance, len)
-}
-
-/// The wall clock in Unix seconds.
-pub(crate) fn now_secs() -> f64 {
-    let now = wall_clock::now();
-    now.seconds as f64 + f64::from(now.nanoseconds) / 1e9
-}
-
-/// Sends the core's answer: its status, exactly its fields, and its body
-/// (none for a status without one, nor to a HEAD request).
-fn send_answer(response_out: ResponseOutparam, answer: &Answer<'_>, head: bool) {
-    let fields: Vec<Field> =
-        answer.fields().map(|(name, value)| (name.to_owned(), value.as_bytes().to_vec())).collect();
-    let body = match (head, answer.status) {
-        (true, _) | (_, 204 | 304) => None,
-        _ => Some(answer.body.as_bytes()),
-    };
-    respond(response_out, answer.status, fields, body);
-}
-
-/// Sends one of the answers a host makes itself.
-pub(crate) fn host_answer(response_out: ResponseOutparam, answer: HostAnswer) {
-    let fields = alloc::vec![("content-type".to_owned(), contract::fields::JSON.as_bytes().to_vec())];
-    respond(response_out, answer.status(), fields, Some(answer.body().as_bytes()));
-}
-
-/// Sends a response with `status`, `fields` and `body` (framed with
-/// Content-Length); a response the runtime refuses to make becomes the
-/// runtime's own error answer.
-fn respond(response_out: ResponseOutparam, status: u16, mut fields: Vec<Field>, body: Option<&[u8]>) {
-    if let Some(body) = body {
-        fields.push(("content-length".to_owned(), decimal(body.len())));
-    }
-    let Ok(headers) = Fields::from_list(&fields) else {
-        return ResponseOutparam::set(response_out, Err(internal("the runtime refused an answer's fields")));
-    };
-    let response = OutgoingResponse::new(headers);
-    let (Ok(()), Ok(outgoing)) = (response.set_status_code(status), response.body()) else {
-        return ResponseOutparam::set(response_out, Err(internal("the runtime refused an answer's status")));
-    };
-    ResponseOutparam::set(response_out, Ok(response));
-    if let (Some(body), Ok(stream)) = (body, outgoing.write()) {
-        let written = crate::exchange::write_all(&stream, body);
-        drop(stream);
-        if !written {
-            return;
-        }
-    }
-    let _ = OutgoingBody::finish(outgoing, None);
-}
-
-/// `n` in decimal digits.
-fn decimal(mut n: usize) -> Vec<u8> {
-    let mut digits = Vec::new();
-    loop {
-        digits.push(b'0' + (n % 10) as u8);
-        n /= 10;
-        if n == 0 {
-            digits.reverse();
-            return digits;
-        }
-    }
-}
-
-/// The error the runtime answers for a response it would not let the
-/// component make (logged as well).
-fn internal(why: &str) -> ErrorCode {
-    log(&["gateway: ", why].concat());
-    ErrorCode::InternalError(Some(String::from(why)))
-}
-
-/// Writes one line to the runtime's stderr (its log).
-pub(crate) fn log(line: &str) {
-    let stderr = crate::bindings::wasi::cli::stderr::get_stderr();
-    crate::exchange::write_all(&stderr, [line, "\n"].concat().as_bytes());
 }

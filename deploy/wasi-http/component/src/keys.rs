@@ -28,8 +28,8 @@ use worker::abi::{Instance, compiled_config};
 use worker::keys::DOCUMENT_CAPACITY;
 
 use crate::fetch::{self, Document};
-use crate::handler::{log, now_secs};
 use crate::overrides::Overrides;
+use crate::respond::{log, now_secs};
 
 /// `key_fetch`'s codes for why the component asks.
 const DUE: u32 = 0;

@@ -12,6 +12,7 @@
 //! | [`input`] | the context line and the request head, from the request's parts into the core's input buffer |
 //! | [`plan`] | a forward's fields: the upstream request's and the upstream response's |
 //! | `handler` (wasm32) | the export: a request decided, an answer sent, a forward handed to `exchange` |
+//! | `respond` (wasm32) | what the component sends of its own: the core's answers, the host's own answers, log lines |
 //! | `exchange` (wasm32) | a forward: the upstream request, both bodies streamed, the upstream's failures |
 //! | `keys`, `fetch` (wasm32, a config that fetches keys) | key documents fetched on requests, on the contract's schedule, into the core |
 //! | `overrides` (wasm32) | upstream overrides (feature `upstream-override`) |
@@ -41,5 +42,7 @@ mod handler;
 mod keys;
 #[cfg(target_arch = "wasm32")]
 mod overrides;
+#[cfg(target_arch = "wasm32")]
+mod respond;
 #[cfg(target_arch = "wasm32")]
 mod wasm;

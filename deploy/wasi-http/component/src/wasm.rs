@@ -3,7 +3,32 @@
 //! only `unsafe`.
 #![allow(unsafe_code)]
 
-use crate::handler::State;
+use worker::abi::Instance;
+
+use crate::overrides::Overrides;
+
+/// What the component keeps between the calls of one instance: the core's
+/// buffers, the upstream overrides, and the key fetches' schedules.
+/// `wasmtime serve` makes a fresh instance for each request unless told to
+/// reuse them.
+pub(crate) struct State {
+    pub instance: Instance,
+    pub overrides: Overrides,
+    #[cfg(runtime_keys)]
+    pub keys: crate::keys::Sources,
+}
+
+impl State {
+    /// The state of a fresh instance (in static memory, zeroed).
+    pub const fn new() -> Self {
+        State {
+            instance: Instance::new(),
+            overrides: Overrides::new(),
+            #[cfg(runtime_keys)]
+            keys: crate::keys::Sources::new(),
+        }
+    }
+}
 
 /// The heap of the bindings' lists and strings and of the forward's
 /// fields: talc over the memory the module grows.
