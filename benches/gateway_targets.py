@@ -62,6 +62,8 @@ def main(path):
         ("host-sim", "envoy-jwt-authn", ">= 1.5x"),
         ("host-sim-reuse", "envoy-jwt-authn", "instances reused, as in Envoy"),
         ("host-sim-reuse", "envoy-jwt-authn-cache", "like for like"),
+        # The standard's host: an instance per request, as host-sim's default.
+        ("wasmtime-serve", "host-sim", "the wasi:http component, both fresh instances"),
     ]:
         for case in ("forward", "reject"):
             r = ratio(a, b, case)
