@@ -138,7 +138,8 @@ fn decide<'x>(
         Access::Token(requirements) => {
             answer_context.scope = requirements.scope_attribute;
             let token = tokens::find(&head, config)?;
-            let verified = authorize(token, now, config, keys, arena, cache)?;
+            let verified = authorize(token, now, config, keys, arena, cache)
+                .inspect_err(|_| answer_context.labels.issuer = keys.named)?;
             let labels = &mut answer_context.labels;
             labels.outcome = FORWARDED;
             // The route is an element of the table: its index is its offset.
@@ -188,7 +189,10 @@ pub fn authorize<'c, 'a>(
         }
         None => (verify(token, now, config, keys, arena)?, false),
     };
-    let mut verified = claims::check(claims_json, now, config, arena)?;
+    let mut verified = claims::check(claims_json, now, config, arena).inspect_err(|_| {
+        keys.named =
+            claims::issuer_index(claims_json, config).ok().flatten().and_then(|i| u8::try_from(i).ok());
+    })?;
     if cache.is_some() {
         verified.cache = if hit { Cache::Hit } else { Cache::Miss };
     }
@@ -221,6 +225,7 @@ fn verify<'a>(
     let header_json = jws::decode(parts.header, arena)?;
     let claims_json = jws::decode(parts.payload, arena)?;
     let index = claims::issuer_index(claims_json, config)?;
+    keys.named = index.and_then(|i| u8::try_from(i).ok());
     let token_header = header::check(header_json)?;
     let issuer = index.and_then(|i| Some((i, config.issuers.get(i)?)));
     #[cfg(not(runtime_keys))]

@@ -226,12 +226,15 @@ pub struct Lookup<'k> {
     /// Set when a token named a kid its issuer's fetched keys lack, or they
     /// are stale: that issuer's index.
     pub refresh: Option<u8>,
+    /// The configured issuer the token's claims name, once they are read:
+    /// what labels a rejection of the token (`ABI.md`, "Labels").
+    pub named: Option<u8>,
 }
 
 impl<'k> Lookup<'k> {
     /// A lookup in `fetched`.
     pub fn new(fetched: &'k FetchedKeys) -> Self {
-        Lookup { fetched, refresh: None }
+        Lookup { fetched, refresh: None, named: None }
     }
 }
 

@@ -113,6 +113,26 @@ fn the_label_line_says_whether_the_signature_came_from_the_cache() {
     assert_eq!(decide(&head).1.lines().nth(2), Some("#00ffff000100 -"), "no cache, no word");
 }
 
+#[test]
+fn a_refused_token_is_labelled_with_the_issuer_that_judged_it() {
+    // The label line's issuer: `#` outcome (2) rule (4) route (4) issuer (2).
+    let issuer_of = |head: &str| {
+        let (_, output) = decide(head);
+        output.lines().find(|line| line.starts_with('#')).map(|line| String::from(&line[11..13]))
+    };
+    let expired = std::format!(r#"{{"iss":"iss","sub":"alice","aud":"b","exp":{}}}"#, NOW - 60);
+    assert_eq!(
+        issuer_of(&request(&token(HEADER, &expired))).as_deref(),
+        Some("00"),
+        "refused for its claims"
+    );
+    let input = std::format!("{}.{}", b64(HEADER.as_bytes()), b64(valid_claims().as_bytes()));
+    let forged = std::format!("{input}.{}", sign(b"not-the-key-0123456789abcdef0123456", &input));
+    assert_eq!(issuer_of(&request(&forged)).as_deref(), Some("00"), "refused for its signature");
+    assert_eq!(issuer_of("GET /v1/orders HTTP/1.1\r\nHost: gw\r\n\r\n").as_deref(), Some("ff"), "no token");
+    assert_eq!(issuer_of(&request("a.b")).as_deref(), Some("ff"), "claims never read");
+}
+
 fn rejection_of(head: &str) -> Option<Rejection> {
     let (status, output) = decide(head);
     let reason = output.split('\n').nth(1)?;
