@@ -182,19 +182,7 @@ pub struct ClaimHeaderConfig {
     pub value_type: Option<ClaimType>,
 }
 
-/// The JSON type a claim forwarded as a header must have (`type`), so that
-/// the upstream never reads `"true"` as `true` or `"a,b"` as a list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimType {
-    /// A string.
-    String,
-    /// A number.
-    Number,
-    /// `true` or `false`.
-    Boolean,
-    /// An array of strings, numbers or booleans.
-    List,
-}
+pub use contract::ClaimType;
 
 /// Where a token may come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,16 +295,9 @@ pub(crate) fn read(
         taken.push(header.clone());
         let value_type = match raw.value_type.as_deref() {
             None => None,
-            Some("string") => Some(ClaimType::String),
-            Some("number") => Some(ClaimType::Number),
-            Some("boolean") => Some(ClaimType::Boolean),
-            Some("list") => Some(ClaimType::List),
-            Some(other) => {
-                return Err(invalid(
-                    &format!("{entry}.type"),
-                    format!("{other:?} must be string, number, boolean or list"),
-                ));
-            }
+            Some(name) => Some(ClaimType::from_name(name).ok_or_else(|| {
+                invalid(&format!("{entry}.type"), format!("{name:?} must be string, number, boolean or list"))
+            })?),
         };
         claim_headers.push(ClaimHeaderConfig {
             claim: index,

@@ -7,9 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::policy::{
-    AccessConfig, ClaimType, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig,
-};
+use crate::policy::{AccessConfig, LiteralConfig, PathMatchConfig, RequirementsConfig, TokenSourceConfig};
 use crate::{GatewayConfig, IssuerConfig, PublicKey, PublicKeyConfig, hmac_key};
 
 /// The generated source for `config`.
@@ -165,11 +163,8 @@ fn policy_rust(config: &GatewayConfig) -> String {
                 h.header,
                 h.percent_encode,
                 match h.value_type {
-                    None => "None",
-                    Some(ClaimType::String) => "Some(ClaimType::String)",
-                    Some(ClaimType::Number) => "Some(ClaimType::Number)",
-                    Some(ClaimType::Boolean) => "Some(ClaimType::Boolean)",
-                    Some(ClaimType::List) => "Some(ClaimType::List)",
+                    None => "None".to_owned(),
+                    Some(claim_type) => format!("Some(ClaimType::{claim_type:?})"),
                 }
             )
         })

@@ -14,6 +14,7 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`claim_type`] | the JSON type a claim forwarded as a header must have |
 //! | [`context`] | the line before the head: scheme and peer |
 //! | [`decision`] | the decision's typed view and its decoder |
 //! | [`encode`] | the decision's encoder, used by the module |
@@ -28,6 +29,7 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod claim_type;
 pub mod context;
 pub mod decision;
 pub mod encode;
@@ -39,6 +41,7 @@ pub mod outcome;
 pub mod owned;
 pub mod routes;
 
+pub use claim_type::ClaimType;
 pub use context::{Context, ContextError, Scheme};
 pub use decision::{Answer, Decision, DecodeError, Forward, Operation};
 pub use encode::{Encoder, Full};

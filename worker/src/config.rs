@@ -299,19 +299,7 @@ pub struct ClaimHeader<'c> {
     pub value_type: Option<ClaimType>,
 }
 
-/// The JSON type of a claim forwarded as a header, so that the upstream
-/// reads one value one way: `"true"` is not `true`, `"a,b"` is not a list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaimType {
-    /// A string.
-    String,
-    /// A number.
-    Number,
-    /// `true` or `false`.
-    Boolean,
-    /// An array of strings, numbers or booleans.
-    List,
-}
+pub use contract::ClaimType;
 
 /// Where a token may come from. A request carries at most one token: the
 /// same token in two places is one, different ones are refused (400).
