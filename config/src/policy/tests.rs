@@ -126,6 +126,9 @@ fn bad_rules_are_refused_in_one_line_naming_the_entry() {
         ("path = \"/a\"\naccess = \"deny\"\nstatus = 401", "rules[0].status 401 must be 403 or 404"),
         ("path = \"/a\"\naccess = \"allow\"", "rules[0].access \"allow\" must be public, token or deny"),
         ("path = \"/a\"\nmethods = [\"GET POST\"]", "is not an HTTP method"),
+        ("path = \"/a\"\nname = \"\"", "rules[0].name \"\" must be 1 to 64 letters"),
+        ("path = \"/a\"\nname = \"admin rule\"", "must be 1 to 64 letters, digits"),
+        ("path = \"/a\"\nname = \"rules[1]\"", "must be 1 to 64 letters, digits"),
         ("path = \"/a\"\nscopes = { all = [\"a b\"] }", "must be a scope token"),
         ("path = \"/a\"\nscopes = { all = [\"a\\\"b\"] }", "must be a scope token"),
         ("path = \"/a\"\nscopes = {}", "lists no scope"),
@@ -321,6 +324,16 @@ fn a_rule_for_get_is_one_for_head_too() {
         "[[rules]]\nprefix = \"/r\"\nmethods = [\"GET\"]\naccess = \"public\"\nroute = \"docs\"\n[[rules]]\nprefix = \"/r\"\nmethods = [\"HEAD\"]\naccess = \"deny\"\n",
     );
     assert!(hidden.contains("rules[1] can never match"), "{hidden}");
+}
+
+#[test]
+fn two_rules_of_one_name_are_refused() {
+    let rules = "[[rules]]\npath = \"/a\"\nname = \"admin\"\n[[rules]]\npath = \"/b\"\nname = \"admin\"\n";
+    assert!(refused(rules).contains("rules[1].name \"admin\" names another rule too"), "{}", refused(rules));
+    let config = parse("[[rules]]\npath = \"/a\"\nname = \"admin\"\n[[rules]]\npath = \"/b\"\n")
+        .expect("names differ");
+    let names: Vec<&str> = config.policy.rules.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["admin", "rules[1]"]);
 }
 
 #[test]
