@@ -1,8 +1,9 @@
 // The real upstream servers of the readings suite, each started as its own
 // process on a loopback port with its users' default configuration
 // (servers/ holds each one's configuration and handlers): nginx and Tomcat
-// 10 from Debian's packages, Express 4 from package.json, Flask/Werkzeug from
-// the venv testkit/readings/install.sh makes. Every process runs under
+// 10 from Debian's packages, Express 4, Fastify 4 and Hono (on
+// @hono/node-server) from package.json, Flask/Werkzeug from the venv
+// testkit/readings/install.sh makes. Every process runs under
 // `timeout`, so it ends by itself even if the test process dies; stop()
 // ends it sooner.
 import { spawnSync } from "node:child_process";
@@ -110,6 +111,16 @@ function startExpress() {
   return startPrintingPort("express", process.execPath, [join(SERVERS, "express-app.mjs")]);
 }
 
+/** Fastify 4 with its default options: servers/fastify-app.mjs. */
+function startFastify() {
+  return startPrintingPort("fastify", process.execPath, [join(SERVERS, "fastify-app.mjs")]);
+}
+
+/** Hono on @hono/node-server, with its method-override middleware: servers/hono-app.mjs. */
+function startHono() {
+  return startPrintingPort("hono", process.execPath, [join(SERVERS, "hono-app.mjs")]);
+}
+
 /** Flask on Werkzeug's threaded server: servers/flask_app.py in the venv. */
 function startFlask() {
   if (!existsSync(FLASK_PYTHON)) throw new Error(`${FLASK_PYTHON} is missing: ${INSTALL_HINT}`);
@@ -159,6 +170,8 @@ function startTomcat() {
 export const SERVER_STARTS = [
   ["nginx", startNginx],
   ["express", startExpress],
+  ["fastify", startFastify],
+  ["hono", startHono],
   ["flask", startFlask],
   ["tomcat", startTomcat],
 ];

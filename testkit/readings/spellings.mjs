@@ -14,8 +14,11 @@
 //   separators       %2F, %252F, \, %5C between segments
 //   method-case      lower and mixed case (HEAD and GET included)
 //   head-for-get     HEAD, which servers answer with their GET handler
+//   semicolon-query  ;/x, ;x/y, ;a=b/x, ;//x and their %3B forms after the
+//                    last segment: Fastify 4 reads ; as the start of the query
 //   method-override  X-HTTP-Method-Override and its kin (- and _), _method in
-//                    the query and in a form body
+//                    the query (its name or value encoded too) and in a
+//                    urlencoded or multipart body, from every other method
 //   preflight        OPTIONS with Origin and Access-Control-Request-Method,
 //                    allowed and other origins, with and without a body
 //   absolute-form    http://gw.test/... as the request target
@@ -190,6 +193,17 @@ const PATH_CLASSES = [
     ],
     [0, 2, 3, 5],
   ],
+  [
+    // Fastify 4 (find-my-way's useSemicolonDelimiter, its default) routes
+    // only what is before the first `;`: /account/export;/x is the route
+    // /account/export, while a reading that strips path parameters per
+    // segment sees /account/export/x. After the trailing class's `after`.
+    "semicolon-query",
+    [
+      ...[";/x", ";x/y", ";a=b/x", ";//x", ";/x?y=1", "%3B/x", "%3b/x", "%253B/x"].map((t) => [`${t} after the last segment`, (p) => ({ ...p, after: p.after + t })]),
+    ],
+    [0],
+  ],
 ];
 
 /** The classes combined in threes: the readings that stack most often. */
@@ -253,31 +267,74 @@ function methodSpellings(method) {
   return [...new Set([...cases, ...head])].filter((m) => m !== method);
 }
 
+/** A form body naming `method` in `_method`, as urlencoded or multipart: [fields, body]. */
+function formBody(kind, method) {
+  if (kind === "multipart") {
+    const body = `--readings\r\nContent-Disposition: form-data; name="_method"\r\n\r\n${method}\r\n--readings--\r\n`;
+    return [["Content-Type: multipart/form-data; boundary=readings", `Content-Length: ${body.length}`], body];
+  }
+  const forms = {
+    urlencoded: ["application/x-www-form-urlencoded", `_method=${method}`],
+    "urlencoded lower case": ["application/x-www-form-urlencoded", `_method=${method.toLowerCase()}`],
+    "urlencoded with a charset": ["application/x-www-form-urlencoded; charset=UTF-8", `_method=${method}`],
+    "urlencoded, name and value encoded": ["application/x-www-form-urlencoded", `%5Fmethod=%${hex(method[0]).toUpperCase()}${method.slice(1)}`],
+    "urlencoded, named twice": ["application/x-www-form-urlencoded", `_method=PUT&_method=${method}`],
+  };
+  const [type, body] = forms[kind];
+  return [[`Content-Type: ${type}`, `Content-Length: ${body.length}`], body];
+}
+const FORM_KINDS = ["urlencoded", "multipart", "urlencoded lower case", "urlencoded with a charset", "urlencoded, name and value encoded", "urlencoded, named twice"];
+
+/**
+ * `_method` in the query, naming `method`: [label, query]. Names and values
+ * encoded as a query parser decodes them before it looks the name up.
+ */
+function overrideQueries(method) {
+  const first = `%${hex(method[0]).toUpperCase()}${method.slice(1)}`;
+  return [
+    ["plain", `?_method=${method}`],
+    ["lower case", `?_method=${method.toLowerCase()}`],
+    ["value encoded", `?_method=${first}`],
+    ["a letter of the name encoded", "?_m%65thod=" + method],
+    ["name encoded", `?%5F%6D%65%74%68%6F%64=${method}`],
+    ["after another", `?x=1&_method=${method}`],
+    ["value and a +", `?_method=${method}+`],
+  ];
+}
+
 /**
  * The method-override spellings that name `p`'s method from another one:
- * headers, `_method` in the query and in a form body.
+ * the header fields (from POST, GET, PUT, PATCH, DELETE), `_method` in the
+ * query (from every other method, HEAD and OPTIONS included: Hono's
+ * middleware overrides every method but GET) and `_method` in a form body
+ * (from every other method that carries one: POST, PUT, PATCH, DELETE,
+ * OPTIONS). The plain forms go with each of `paths`, the encoded ones with
+ * the canonical path.
  */
 function overrideSpellings(p, paths) {
   const out = [];
   const names = ["X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "X_HTTP_Method_Override", "X_HTTP_Method", "X_Method_Override"];
-  const bases = ["POST", "GET", "PUT", "PATCH", "DELETE"].filter((m) => m !== p.method);
+  const headerBases = ["POST", "GET", "PUT", "PATCH", "DELETE"].filter((m) => m !== p.method);
+  const queryBases = ["POST", "GET", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"].filter((m) => m !== p.method);
+  const bodyBases = ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"].filter((m) => m !== p.method);
+  const cls = (classes) => [...classes, "method-override"];
   for (const { path, classes } of paths) {
-    for (const base of bases) {
+    const canonical = classes.length === 0;
+    for (const base of headerBases) {
       for (const name of names) {
         for (const value of [p.method, p.method.toLowerCase()]) {
-          out.push(spelling(p, [...classes, "method-override"], base, path, { fields: [`${name}: ${value}`] }));
+          out.push(spelling(p, cls(classes), base, path, { fields: [`${name}: ${value}`] }));
         }
       }
     }
-    for (const value of [p.method, p.method.toLowerCase()]) {
-      for (const base of bases.slice(0, 2)) out.push(spelling(p, [...classes, "method-override"], base, `${path}?_method=${value}`));
-      const body = `_method=${value}`;
-      out.push(
-        spelling(p, [...classes, "method-override"], "POST", path, {
-          fields: ["Content-Type: application/x-www-form-urlencoded", `Content-Length: ${body.length}`],
-          body,
-        }),
-      );
+    for (const [label, query] of overrideQueries(p.method)) {
+      if (!canonical && label !== "plain") continue;
+      for (const base of queryBases) out.push(spelling(p, cls(classes), base, path + query, { note: `_method in the query, ${label}` }));
+    }
+    for (const kind of FORM_KINDS) {
+      if (!canonical && kind !== "urlencoded" && kind !== "multipart") continue;
+      const [fields, body] = formBody(kind, p.method);
+      for (const base of bodyBases) out.push(spelling(p, cls(classes), base, path, { fields, body, note: `_method in a ${kind} body` }));
     }
   }
   return out;
