@@ -46,7 +46,7 @@ const token = (claims) =>
   mintToken(fixture.key, { iss: fixture.issuer, aud: "api", exp: EXP, ...claims }, { alg: "HS256", typ: "JWT", kid: fixture.kid });
 /** A valid token that meets no rule's requirement: no admin role, no orders:write or reports:read, another tenant. */
 const WEAK = token({ sub: "mallory", roles: ["user"], scope: "orders:read", tenant: "globex" });
-/** Credentials that do not meet the rules: every spelling goes out with each. */
+/** Credentials that do not meet the rules: every spelling goes out with each (a deny rule's with the second alone). */
 const CREDENTIALS = [
   ["no token", []],
   ["valid token without the requirements", [`Authorization: Bearer ${WEAK}`]],
@@ -122,6 +122,13 @@ if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
 // origin moved by GATEWAY_UPSTREAM_OVERRIDE (deploy/wasi-http/harness.mjs).
 if ((existsSync(WASMTIME) && existsSync(WASI_HTTP_COMPONENT)) || process.env.REQUIRE_WASI_HTTP === "1") {
   HOSTS.push(["wasmtime", (to) => startWasiHttp([[ORIGIN, to]], WASI_HTTP_COMPONENT)]);
+}
+
+// READINGS_HOSTS=envoy,wasmtime runs those hosts alone (a closer look at one).
+if (process.env.READINGS_HOSTS) {
+  const only = process.env.READINGS_HOSTS.split(",");
+  for (const name of only) assert.ok(HOSTS.some(([h]) => h === name), `READINGS_HOSTS: no host ${name} (${HOSTS.map(([h]) => h).join(", ")})`);
+  HOSTS.splice(0, HOSTS.length, ...HOSTS.filter(([h]) => only.includes(h)));
 }
 
 const SPELLINGS = battery();
@@ -210,7 +217,8 @@ async function positiveControls(port, server) {
 async function runBattery(port, host, server, t) {
   const jobs = [];
   for (const s of SPELLINGS) {
-    for (const [credentials, fields] of CREDENTIALS) {
+    // A deny rule's spellings with the valid token alone: no token gets no further.
+    for (const [credentials, fields] of s.anyCredentials ? CREDENTIALS.slice(1) : CREDENTIALS) {
       jobs.push(async () => {
         const r = await send(port, requestBytes(s.method, s.target, [...s.fields, ...fields], s.body));
         return { ...s, credentials, status: r.status, by: answeredBy(r), reached: markerOf(r) };
