@@ -92,6 +92,11 @@ pub const NAMES: &[&str] = &[
     "gateway_busy",
     "body_too_large",
     "body_timed_out",
+    // Added later: ids only grow.
+    "whitespace_at_segment_edge",
+    "bound_token",
+    // A request head the host's HTTP server refused before the module saw it.
+    "malformed_head",
 ];
 
 /// The outcome a forward of a verified token has.
@@ -100,6 +105,9 @@ pub const FORWARDED: u8 = id("forwarded");
 pub const PUBLIC: u8 = id("public");
 /// The outcome of a CORS preflight the module answered.
 pub const PREFLIGHT: u8 = id("preflight");
+/// The outcome of a request head the host's own HTTP parser refused
+/// (answered 400 by it, before any module ran).
+pub const MALFORMED_HEAD: u8 = id("malformed_head");
 /// The outcome of a module that could not write its answer (status 500
 /// with no output), as of one that trapped.
 pub const MODULE_FAILED: u8 = id("module_failed");

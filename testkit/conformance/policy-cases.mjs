@@ -473,6 +473,69 @@ export const POLICY_CASES = [
     req("POST", "/orders/7", [bearer(alice({ scope: "orders:write" })), "X-HTTP-Method-Override: DELETE", "Content-Length: 0"]),
     [granted("POST", "/orders-svc/orders/7", alice({ scope: "orders:write" }), { extra: [["x-http-method-override", "DELETE"]] })],
   ],
+  // Query names and values read as a form decodes them (+ a space, each
+  // escape its byte), names as PHP reads them (Laravel, Symfony).
+  ["_method with an encoded letter in its value", req("GET", "/orders/7?_method=%44ELETE", [bearer(ALICE_P)]), [METHOD_READS_ANOTHER_RULE]],
+  ["_method with an encoded letter in its name, on a public path", req("GET", "/healthz?_m%65thod=DELETE"), [METHOD_READS_ANOTHER_RULE]],
+  ["_method spelled wholly in escapes", req("GET", "/orders/7?%5F%6D%65%74%68%6F%64=DELETE", [bearer(ALICE_P)]), [METHOD_READS_ANOTHER_RULE]],
+  ["_method with spaces as plus signs", req("GET", "/orders/7?_method=+DELETE+", [bearer(ALICE_P)]), [METHOD_READS_ANOTHER_RULE]],
+  ["_method named as PHP reads .method", req("GET", "/orders/7?.method=DELETE", [bearer(ALICE_P)]), [METHOD_READS_ANOTHER_RULE]],
+  [
+    "an encoded _method that meets the same rule is forwarded",
+    req("POST", "/orders/7?_method=%44ELETE", [bearer(alice({ scope: "orders:write" })), "Content-Length: 0"]),
+    [granted("POST", "/orders-svc/orders/7?_method=%44ELETE", alice({ scope: "orders:write" }))],
+  ],
+  // A body may carry _method (Rails, Laravel, Symfony from POST; Hono from
+  // any method but GET): a request with a body passes only with what every
+  // rule its override could meet asks.
+  ...["PUT", "PATCH", "OPTIONS"].map((method) => [
+    `${method} with a form body needs what GET and POST there ask`,
+    req(method, "/reports/q1", [bearer(alice({ scope: "reports:read" })), "Content-Type: application/x-www-form-urlencoded", "Content-Length: 14"], { body: "_method=DELETE" }),
+    [answer(403, "required scope missing", { scope: "reports:write" })],
+  ]),
+  [
+    "PUT with a chunked multipart body needs what GET and POST there ask",
+    req("PUT", "/reports/q1", [bearer(alice({ scope: "reports:write" })), "Content-Type: multipart/form-data; boundary=b", "Transfer-Encoding: chunked"], { body: "0\r\n\r\n" }),
+    [answer(403, "required scope missing", { scope: "reports:read admin" })],
+  ],
+  [
+    "a POST with a body and both scopes is forwarded",
+    req("POST", "/reports/q1", [bearer(alice({ scope: "reports:read reports:write" })), "Content-Type: application/x-www-form-urlencoded", "Content-Length: 3"], { body: "a=1" }),
+    [granted("POST", "/orders-svc/reports/q1", alice({ scope: "reports:read reports:write" }), { extra: [["content-type", "application/x-www-form-urlencoded"]], body: "a=1" })],
+  ],
+  [
+    "a POST with a body needs the read scope too: it may be a GET upstream",
+    req("POST", "/reports/q1", [bearer(alice({ scope: "reports:write" })), "Content-Length: 3"], { body: "a=1" }),
+    [answer(403, "required scope missing", { scope: "reports:read admin" })],
+  ],
+  [
+    "a POST without a body is a POST",
+    req("POST", "/reports/q1", [bearer(alice({ scope: "reports:write" })), "Content-Length: 0"]),
+    [granted("POST", "/orders-svc/reports/q1", alice({ scope: "reports:write" }))],
+  ],
+  // Fastify 4 reads ; as the start of the query: /account/export;/x is its
+  // /account/export, whose exact rule needs a claim.
+  ...["/account/export;/x", "/account/export;x/y", "/account/export;a=b/x", "/account/export;//x", "/account/export%3B/x"].map((target) => [
+    `a semicolon read as the query: ${target}`,
+    req("GET", target, [bearer(ALICE_P)]),
+    [READS_ANOTHER_RULE],
+  ]),
+  ["a semicolon read as the query, HEAD", req("HEAD", "/account/export;/x", [bearer(ALICE_P)]), [READS_ANOTHER_RULE]],
+  ["a semicolon that meets the same rule in every reading is forwarded", req("GET", "/docs/intro;/x"), [publicForward("GET", "/site/docs/intro;/x")]],
+  // Encoded whitespace a second decoding trims: never at a segment's edge.
+  ...["/account/export%20", "/account/export%a0", "/account/export%C2%A0", "/account/export%E3%80%80", "/account/%20export", "/account/export%20;x"].map((target) => [
+    `encoded whitespace at a segment's edge: ${target}`,
+    req("GET", target, [bearer(ALICE_P)]),
+    [answer(400, "encoded whitespace at a path segment's edge")],
+  ]),
+  ["an encoded tab is a control", req("GET", "/account/export%09", [bearer(ALICE_P)]), [answer(400, "control or non-ASCII byte in request target")]],
+  ["encoded whitespace inside a segment is forwarded", req("GET", "/docs/my%20file"), [publicForward("GET", "/site/docs/my%20file")]],
+  // A token bound to its sender's key (cnf) is no bearer token, from any source.
+  ["a DPoP-bound token as a bearer token", req("GET", "/orders/7", [bearer(alice({ cnf: { jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" } }))]), [answer(401, "token bound to a key (cnf) not verified here")]],
+  ["a certificate-bound token in the token cookie", req("GET", "/orders/7", [`Cookie: __Host-access=${alice({ cnf: { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2" } })}`]), [answer(401, "token bound to a key (cnf) not verified here")]],
+  ["a bound token in the token header", req("GET", "/orders/7", [`X-Api-Token: Token ${alice({ cnf: { jkt: "x" } })}`]), [answer(401, "token bound to a key (cnf) not verified here")]],
+  ["a bound token with its cnf name escaped", req("GET", "/orders/7", [bearer(aliceRaw('"\\u0063nf":{"jkt":"x"}'))]), [answer(401, "token bound to a key (cnf) not verified here")]],
+  ["a bound token on a public path is not read", req("GET", "/healthz", [bearer(alice({ cnf: { jkt: "x" } }))]), [publicForward("GET", "/site/healthz")]],
   // A preflight is a request like any other: the rules judge it first.
   ["a preflight-shaped request to a hidden path, with a body", preflight("/internal/metrics?dump=1", EVIL, "GET", null, ["Content-Length: 4"]) + "dump", [answer(404, "not found")]],
   ["an unanswered preflight to the admin path is refused", preflight("/admin/users", EVIL, "GET"), [PREFLIGHT_REFUSED]],

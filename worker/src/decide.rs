@@ -114,12 +114,13 @@ fn decide<'x>(
     let mut cross_origin = cors::classify(&head, config.policy.cors.as_ref());
     answer_context.cors = cross_origin.allowed();
     // The rules judge every request, a preflight too: a deny rule denies it.
-    let (access, rule) = policy::access(&config.policy, &head, target.path(), arena)?;
+    let (access, rule, reach) = policy::access(&config.policy, &head, target.path(), arena)?;
     let labels = &mut answer_context.labels;
     labels.rule = rule.and_then(|i| u16::try_from(i).ok());
     if let Access::Deny { status } = access {
         return Err(policy::denied(status));
     }
+    policy::check_reach(&config.policy, &reach, &access)?;
     if cors::is_preflight(&head, config.policy.cors.as_ref()) {
         answer_context.cors = None;
         if let cors::Preflight::Answer(origin) = cors::check_preflight(&head, &cross_origin, &access, config)?
@@ -148,6 +149,10 @@ fn decide<'x>(
             labels.issuer = u8::try_from(verified.issuer.0).ok();
             labels.cache = verified.cache;
             policy::requirements::check(&requirements, &verified, &config.policy)?;
+            for reached in policy::reached_requirements(&config.policy, &reach) {
+                policy::requirements::check(reached, &verified, &config.policy)
+                    .inspect_err(|_| answer_context.scope = reached.scope_attribute)?;
+            }
             Grant::token(verified, token)
         }
         Access::Deny { status } => return Err(policy::denied(status)),

@@ -222,6 +222,12 @@ rejections! {
     /// server, or a proxy before it, that decodes twice reads another byte
     /// there, a letter or a separator (RFC 3986 section 2.4).
     DoubleEncodedPath => (400, REQUEST, "double-encoded character in path"),
+    /// Encoded whitespace (`%20`, `%A0`, `%85`, or a UTF-8 space such as
+    /// `%C2%A0` or `%E3%80%80`) at the start or end of a path segment, or
+    /// of a segment's name before its `;` parameters: a server, or a proxy
+    /// before it, that decodes the path and trims it reads another path
+    /// there (`/account/export%20` as `/account/export`).
+    WhitespaceAtSegmentEdge => (400, REQUEST, "encoded whitespace at a path segment's edge") if policy_rules,
     /// The normalized target is longer than the gateway forwards.
     TargetTooLong => (414, REQUEST, "request target too long"),
     /// No `Authorization` header.
@@ -285,6 +291,11 @@ rejections! {
     /// `iss`, `sub` or `aud` holds a `\uXXXX` escape naming half a surrogate
     /// pair: no Unicode text can hold it, so it cannot be compared or forwarded.
     LoneSurrogate => (401, TOKEN, "lone surrogate escape in a claim"),
+    /// The token carries `cnf` (RFC 7800): it is bound to a key its sender
+    /// must prove (DPoP, RFC 9449; a client certificate, RFC 8705), and the
+    /// gateway did not verify that binding for this request. Accepting it
+    /// as a bearer token would let whoever copied it use it.
+    BoundToken => (401, TOKEN, "token bound to a key (cnf) not verified here"),
     /// No `exp` claim.
     MissingExpiry => (401, TOKEN, "exp claim required"),
     /// `exp` plus leeway is in the past.
@@ -370,6 +381,12 @@ mod tests {
         (Rejection::PathReadsAnotherRule, 400, "invalid_request", "path meets another rule on some servers"),
         (Rejection::MethodReadsAnotherRule, 400, "invalid_request", "method override meets another rule"),
         (Rejection::DoubleEncodedPath, 400, "invalid_request", "double-encoded character in path"),
+        (
+            Rejection::WhitespaceAtSegmentEdge,
+            400,
+            "invalid_request",
+            "encoded whitespace at a path segment's edge",
+        ),
         (Rejection::TargetTooLong, 414, "invalid_request", "request target too long"),
         (Rejection::MissingAuthorization, 401, "", "bearer token required"),
         (Rejection::UnsupportedScheme, 401, "", "authorization scheme must be Bearer"),
@@ -393,6 +410,7 @@ mod tests {
         (Rejection::BadSignature, 401, "invalid_token", "signature mismatch"),
         (Rejection::MalformedClaims, 401, "invalid_token", "malformed claims"),
         (Rejection::LoneSurrogate, 401, "invalid_token", "lone surrogate escape in a claim"),
+        (Rejection::BoundToken, 401, "invalid_token", "token bound to a key (cnf) not verified here"),
         (Rejection::MissingExpiry, 401, "invalid_token", "exp claim required"),
         (Rejection::Expired, 401, "invalid_token", "token expired"),
         (Rejection::NotYetValid, 401, "invalid_token", "token not yet valid"),

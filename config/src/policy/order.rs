@@ -4,12 +4,12 @@
 //! paths (`[upstreams]`): where letters in any case or a trailing slash
 //! name one resource, `/Admin` after `/admin` is hidden too.
 //!
-//! A form body's `_method` (Rails, Laravel, Symfony turn a `POST` into any
-//! method) is out of the gateway's sight, so the rules must not let it
-//! dodge one: wherever a rule for another method asks more than the rule a
-//! `POST` meets, the config is refused unless `method_override = false`.
+//! A body's `_method` (Rails, Laravel and Symfony turn a `POST` into any
+//! method, Hono any method but `GET`) is judged by the module at run time:
+//! a request with a body passes only with what every rule its override
+//! could meet asks (`worker/src/policy/readings.rs`).
 
-use super::{AccessConfig, PathMatchConfig, ReadingsConfig, RequirementsConfig, RuleConfig};
+use super::{PathMatchConfig, ReadingsConfig, RuleConfig};
 use crate::error::ConfigErrorKind;
 
 /// True when `wide` matches every path `narrow` matches, read as `readings` says.
@@ -49,8 +49,7 @@ fn methods_overlap(a: &[String], b: &[String]) -> bool {
     a.is_empty() || b.is_empty() || a.iter().any(|m| b.contains(m))
 }
 
-/// Refuses a rule an earlier rule hides, and rules a form body's `_method`
-/// could dodge; returns a warning for each pair that overlaps with
+/// Refuses a rule an earlier rule hides; returns a warning for each pair that overlaps with
 /// different outcomes.
 pub(super) fn check_order(
     rules: &[RuleConfig],
@@ -76,60 +75,5 @@ pub(super) fn check_order(
             }
         }
     }
-    if readings.method_override {
-        check_form_overrides(rules)?;
-    }
     Ok(warnings)
-}
-
-/// Refuses rules that a `POST` whose form body says `_method=M` would
-/// dodge: at every path a rule names, the rule `M` meets must ask no more
-/// than the one `POST` meets (the same rule, a public one, or none).
-fn check_form_overrides(rules: &[RuleConfig]) -> Result<(), ConfigErrorKind> {
-    let first = |method: &str, path: &str| {
-        rules.iter().position(|rule| {
-            (rule.methods.is_empty() || rule.methods.iter().any(|m| m == method)) && matches(&rule.path, path)
-        })
-    };
-    let asks_more = |rule: Option<usize>| match rule.map(|i| &rules[i].access) {
-        None | Some(AccessConfig::Public { .. }) => false,
-        Some(AccessConfig::Token(requirements)) => *requirements != RequirementsConfig::default(),
-        Some(AccessConfig::Deny { .. }) => true,
-    };
-    let probes = rules.iter().flat_map(|rule| match &rule.path {
-        PathMatchConfig::Exact(path) => vec![path.clone()],
-        PathMatchConfig::Prefix(prefix) => {
-            vec![prefix.clone(), format!("{}/-", prefix.trim_end_matches('/'))]
-        }
-    });
-    for probe in probes {
-        let post = first("POST", &probe);
-        for method in rules.iter().flat_map(|rule| &rule.methods).filter(|m| *m != "POST") {
-            let other = first(method, &probe);
-            let same = match (post, other) {
-                (Some(a), Some(b)) => rules[a].access == rules[b].access,
-                (a, b) => a == b,
-            };
-            if !same && asks_more(other) {
-                let j = other.unwrap_or_default();
-                let post_rule = post.map_or("no rule".to_owned(), |i| format!("rules[{i}]"));
-                return Err(ConfigErrorKind::Invalid {
-                    entry: format!("rules[{j}]"),
-                    why: format!(
-                        "a POST to {probe} meets {post_rule}, and one whose form says _method={method} (Rails, Laravel, Symfony) reaches the {method} handler this rule protects: give POST the same rule (add it to methods), or set method_override = false under [upstreams] if no upstream reads _method"
-                    ),
-                });
-            }
-        }
-    }
-    Ok(())
-}
-
-/// True when `rule` matches the normalized `path` as the module's own
-/// reading does: exactly, or a prefix on a segment boundary.
-fn matches(rule: &PathMatchConfig, path: &str) -> bool {
-    match rule {
-        PathMatchConfig::Exact(exact) => exact == path,
-        PathMatchConfig::Prefix(prefix) => under(path, prefix),
-    }
 }

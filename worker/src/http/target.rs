@@ -20,6 +20,13 @@
 //!   (`%2561`, `%252e`, `%25252F`, in the path as forwarded): an upstream,
 //!   or a proxy or framework before it, that decodes twice would read
 //!   another byte there (RFC 3986 section 2.4: never decode twice).
+//! - Encoded whitespace (`%20`, `%A0`, `%85`, or a UTF-8 space such as
+//!   `%C2%A0`) at the start or end of a segment, or of a part of one
+//!   between `;` parameters, is refused in a module with rules: a server,
+//!   or a proxy before it, that decodes the path and trims it (nginx
+//!   handing its decoded `$uri` on, `strip()`, `trim()`) reads another
+//!   path there, `/account/export%20` as `/account/export`, which may be
+//!   another rule's. Inside a segment (`/my%20file`) it stays.
 //! - Empty segments merge (`//internal` is `/internal`), as nginx, Tomcat
 //!   and Go read them, so the rule that matches is the rule of the path
 //!   the upstream serves; a trailing slash stays.
@@ -147,6 +154,10 @@ fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
         if double_encoded(written) {
             return Err(Rejection::DoubleEncodedPath);
         }
+        #[cfg(policy_rules)]
+        if whitespace_at_edge(written) {
+            return Err(Rejection::WhitespaceAtSegmentEdge);
+        }
         let (is_dot, is_dot_dot) = (written == b".", written == b"..");
         if !is_dot && !is_dot_dot && matches!(dot_segment_name(written), b"." | b"..") {
             return Err(Rejection::DotSegmentParameters);
@@ -170,6 +181,65 @@ fn write_path(path: &[u8], out: &mut Writer<'_>) -> Result<(), Rejection> {
 /// more), another byte, a letter of a rule's path or a separator.
 fn double_encoded(segment: &[u8]) -> bool {
     segment.windows(5).any(|w| w[..3] == *b"%25" && w[3].is_ascii_hexdigit() && w[4].is_ascii_hexdigit())
+}
+
+/// Encoded whitespace as the normalized path writes it (upper-case hex):
+/// the bytes a Latin-1 decoder reads as space, NEL or no-break space, and
+/// the UTF-8 of every Unicode space that `trim()` in JavaScript, `strip()`
+/// in Python or `Trim()` in .NET removes (controls are refused before).
+#[cfg(policy_rules)]
+const ENCODED_SPACES: [&[u8]; 23] = [
+    b"%20",
+    b"%85",
+    b"%A0",
+    b"%C2%85",
+    b"%C2%A0",
+    b"%E1%9A%80",
+    b"%E2%80%80",
+    b"%E2%80%81",
+    b"%E2%80%82",
+    b"%E2%80%83",
+    b"%E2%80%84",
+    b"%E2%80%85",
+    b"%E2%80%86",
+    b"%E2%80%87",
+    b"%E2%80%88",
+    b"%E2%80%89",
+    b"%E2%80%8A",
+    b"%E2%80%A8",
+    b"%E2%80%A9",
+    b"%E2%80%AF",
+    b"%E2%81%9F",
+    b"%E3%80%80",
+    b"%EF%BB%BF",
+];
+
+/// True when encoded whitespace starts or ends the normalized `segment`,
+/// or a part of it between `;` parameters (raw or encoded).
+#[cfg(policy_rules)]
+fn whitespace_at_edge(segment: &[u8]) -> bool {
+    let at_edge =
+        |part: &[u8]| ENCODED_SPACES.iter().any(|space| part.starts_with(space) || part.ends_with(space));
+    let (mut start, mut at) = (0, 0);
+    loop {
+        let width = match &segment[at..] {
+            [] => 0,
+            [b';', ..] => 1,
+            [b'%', b'3', b'B', ..] => 3,
+            _ => {
+                at += 1;
+                continue;
+            }
+        };
+        if at_edge(&segment[start..at]) {
+            return true;
+        }
+        if width == 0 {
+            return false;
+        }
+        at += width;
+        start = at;
+    }
 }
 
 /// The part of a normalized segment before its `;` parameters (raw or
@@ -326,6 +396,26 @@ mod tests {
         dots_in_names_kept: "/a/..b/.c/b.." => Ok("/a/..b/.c/b..");
         // `%25` then an encoded dot, slash or backslash: decoded twice, a
         // dot segment or a separator. Refused in any case, however deep.
+        space_ends_a_segment: "/account/export%20" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_starts_a_segment: "/account/%20export" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_is_a_segment: "/account/export/%20" => Err(Rejection::WhitespaceAtSegmentEdge);
+        no_break_space_latin1: "/account/export%a0" => Err(Rejection::WhitespaceAtSegmentEdge);
+        next_line_latin1: "/account/export%85/x" => Err(Rejection::WhitespaceAtSegmentEdge);
+        no_break_space_utf8: "/account/export%c2%a0" => Err(Rejection::WhitespaceAtSegmentEdge);
+        ideographic_space: "/account/export%E3%80%80" => Err(Rejection::WhitespaceAtSegmentEdge);
+        em_space: "/account/export%E2%80%83" => Err(Rejection::WhitespaceAtSegmentEdge);
+        byte_order_mark: "/%EF%BB%BFaccount/export" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_before_parameters: "/account/export%20;x" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_before_encoded_parameters: "/account/export%20%3bx" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_after_parameters: "/account/export;%20x" => Err(Rejection::WhitespaceAtSegmentEdge);
+        space_two_ways: "/account/export%20%20" => Err(Rejection::WhitespaceAtSegmentEdge);
+        tab_is_a_control: "/account/export%09" => Err(Rejection::ControlInTarget);
+        vertical_tab_is_a_control: "/account/export%0B" => Err(Rejection::ControlInTarget);
+        form_feed_is_a_control: "/account/export%0c" => Err(Rejection::ControlInTarget);
+        space_inside_a_segment: "/files/my%20file" => Ok("/files/my%20file");
+        no_break_space_inside_a_segment: "/files/a%C2%A0b" => Ok("/files/a%C2%A0b");
+        zero_width_space_is_no_whitespace_to_trim: "/files/a%E2%80%8B" => Ok("/files/a%E2%80%8B");
+        space_in_the_query: "/a?q=%20" => Ok("/a?q=%20");
         double_encoded_dots: "/%252e%252e/billing-svc/x" => Err(Rejection::DoubleEncodedPath);
         double_encoded_dot_upper: "/a/%252E" => Err(Rejection::DoubleEncodedPath);
         double_encoded_slash: "/a%252fb" => Err(Rejection::DoubleEncodedPath);

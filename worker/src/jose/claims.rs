@@ -35,6 +35,11 @@
 //!   trailing space (which HTTP would trim). It is refused, never trimmed,
 //!   so a subject decoded to a control (`"\u0000"`, `"\r\n"`) is refused.
 //!   An empty `sub` names no one: no subject is forwarded, as without one.
+//! - `cnf` (RFC 7800), when present and not `null`, binds the token to a
+//!   key its sender must prove (DPoP's `jkt`, a certificate's `x5t#S256`).
+//!   The gateway verifies no binding in this module, so such a token is
+//!   refused ("token bound to a key (cnf) not verified here"), never
+//!   accepted as a bearer token: RFC 9449 section 7.2, RFC 8705 section 3.
 //! - The claims the policy reads (scopes, roles, claim values, claim
 //!   headers) are kept as the raw JSON of their values, checked by the same
 //!   pass; `crate::policy` judges them.
@@ -106,6 +111,8 @@ struct Claims<'c, 'a> {
     nbf: Option<u64>,
     iss: Option<&'a str>,
     sub: Option<&'a str>,
+    /// Whether `cnf` binds the token to a key its sender must prove.
+    bound: bool,
     /// How many audiences `aud` lists (a string is one).
     audiences: usize,
     /// The route of the first audience that has one.
@@ -127,6 +134,7 @@ enum Member {
     Iss = 8,
     Sub = 16,
     Aud = 32,
+    Cnf = 64,
 }
 
 /// Checks the decoded claims JSON at time `now` (Unix seconds). Escaped
@@ -256,6 +264,7 @@ fn member(name: &str) -> Option<Member> {
         [b'i', b's', b's'] => Member::Iss,
         [b's', b'u', b'b'] => Member::Sub,
         [b'a', b'u', b'd'] => Member::Aud,
+        [b'c', b'n', b'f'] => Member::Cnf,
         _ => return None,
     })
 }
@@ -293,6 +302,12 @@ fn read_member<'c, 'a>(
         }
         Member::Iss => claims.iss = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
         Member::Sub => claims.sub = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
+        Member::Cnf => {
+            claims.bound = true;
+            if !reader.skip_value(1) {
+                return Err(MALFORMED);
+            }
+        }
         Member::Aud => match reader.open(b'[', b']') {
             None => audience(text(reader.string().ok_or(MALFORMED)?, arena)?, claims, config),
             Some(mut more) => {
@@ -440,6 +455,9 @@ fn judge<'c, 'a>(
 ) -> Result<Verified<'c, 'a>, Rejection> {
     let exp = claims.exp.ok_or(Rejection::MissingExpiry)?;
     let (index, issuer) = issuer(claims.iss, config)?;
+    if claims.bound {
+        return Err(Rejection::BoundToken);
+    }
     // RFC 7519 section 4.1.4: the current time must be before `exp`. `now`
     // is the host's clock floored, so a token is refused from the second
     // `exp + leeway` on, never a fraction of a second after it.

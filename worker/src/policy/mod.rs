@@ -28,6 +28,8 @@ pub mod claim_headers;
 pub mod readings;
 pub mod requirements;
 
+pub use readings::FormReach;
+
 use crate::arena::Arena;
 use crate::config::{Access, Policy, Requirements};
 use crate::http::request::Head;
@@ -37,19 +39,54 @@ use crate::reject::Rejection;
 /// asks, and that rule's index; a valid token with no further requirement
 /// when none matches. Every reading a server behind the gateway may make of
 /// the request ([`readings`]) must meet the same rule, or the request is
-/// refused.
+/// refused. A request with a body may also meet the rules in the
+/// [`FormReach`] (a `_method` in its body): [`check_reach`] and
+/// [`reached_requirements`] judge those.
 pub fn access<'c>(
     policy: &Policy<'c>,
     head: &Head<'_, '_>,
     path: &[u8],
     arena: &mut Arena<'_>,
-) -> Result<(Access<'c>, Option<usize>), Rejection> {
+) -> Result<(Access<'c>, Option<usize>, FormReach), Rejection> {
     #[cfg(policy_rules)]
-    if let Some(rule) = readings::first_rule(policy.rules, &policy.readings, head, path, arena)? {
-        return Ok((policy.rules[rule].access, Some(rule)));
+    {
+        let (own, reach) = readings::first_rule(policy.rules, &policy.readings, head, path, arena)?;
+        let access = own.map_or(Access::Token(Requirements::NONE), |rule| policy.rules[rule].access);
+        return Ok((access, own, reach));
     }
-    let _ = (policy, head, path, arena);
-    Ok((Access::Token(Requirements::NONE), None))
+    #[allow(unreachable_code)]
+    {
+        let _ = (policy, head, path, arena);
+        Ok((Access::Token(Requirements::NONE), None, FormReach::default()))
+    }
+}
+
+/// Refuses a request with a body whose `_method` could meet a rule it can
+/// never pass so: a deny rule, or one that needs a token where its own rule
+/// is public (its token, if any, was never judged).
+pub fn check_reach(policy: &Policy<'_>, reach: &FormReach, own: &Access<'_>) -> Result<(), Rejection> {
+    for &rule in reach.rules() {
+        let reached = policy.rules.get(usize::from(rule)).map(|rule| rule.access);
+        match (reached, own) {
+            (Some(Access::Deny { .. }), _) | (Some(Access::Token(_)), Access::Public { .. }) => {
+                return Err(Rejection::MethodReadsAnotherRule);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The requirements of the token rules in `reach`, which a request's
+/// verified token must meet besides its own rule's.
+pub fn reached_requirements<'p, 'c>(
+    policy: &'p Policy<'c>,
+    reach: &'p FormReach,
+) -> impl Iterator<Item = &'p Requirements<'c>> + 'p {
+    reach.rules().iter().filter_map(|&rule| match &policy.rules.get(usize::from(rule))?.access {
+        Access::Token(requirements) => Some(requirements),
+        _ => None,
+    })
 }
 
 /// The rejection of a `deny` rule with `status`.

@@ -11,19 +11,27 @@
 //! | reading | servers | example |
 //! |---|---|---|
 //! | `;` parameters stripped, then empty segments merged | Tomcat, Jetty, Spring | `/admin;x/users`, `/;x/internal` |
+//! | `;` read as the start of the query | Fastify 4 (`useSemicolonDelimiter`) | `/account/export;/x` |
 //! | paths in any letter case | Express, ASP.NET Core | `/ADMIN/users` |
 //! | a trailing slash ignored | Express, ASP.NET Core, Spring MVC before 6 | `/account/export/` |
 //! | a `.ext` suffix ignored | Spring MVC's suffix patterns | `/account/export.csv` |
 //! | `HEAD` answered by the `GET` handler | Flask, Express, Spring, Go | `HEAD /admin` |
-//! | a method-override header, `_method` in the query | Express `method-override`, ASP.NET Core, Laravel, Symfony | `X-HTTP-Method-Override: DELETE` |
+//! | a method-override header, `_method` in the query (form-decoded) | Express `method-override`, ASP.NET Core, Laravel, Symfony, Hono | `X-HTTP-Method-Override: DELETE`, `?_m%65thod=DELETE` |
+//! | `_method` in a form body, from any method with a body | Rails, Laravel, Symfony (POST), Hono (any but GET) | `PUT /orders/5` with `_method=DELETE` |
 //!
 //! The request is judged by the rule its own reading meets; every other
 //! reading must meet that same rule, or the request is refused (400), so no
 //! server behind the gateway serves it under a rule it did not pass. The
 //! readings a config expects are in [`Readings`] (all of them unless the
-//! config says an upstream never reads a request that way). A `_method` in
-//! a form body is out of the gateway's sight: the build refuses rules that
-//! it could dodge (`config/src/policy/order.rs`).
+//! config says an upstream never reads a request that way).
+//!
+//! A `_method` in a body is out of the gateway's sight: a request whose
+//! head frames content may carry one to any method a rule names. Such a
+//! request is judged by its own rule and by every rule those methods meet
+//! at its path ([`FormReach`]): it passes only with what all of them ask
+//! (a deny among them, or a token rule behind a public one, refuses it).
+//! A method no rule names at that path is not judged so: the rules name
+//! what the upstreams serve.
 //!
 //! Readings that only widen what a rule matches (case, trailing slash,
 //! suffix) are tried together: matching with all of them at once finds the
@@ -65,35 +73,91 @@ pub fn first_rule(
     head: &Head<'_, '_>,
     path: &[u8],
     arena: &mut Arena<'_>,
-) -> Result<Option<usize>, Rejection> {
+) -> Result<(Option<usize>, FormReach), Rejection> {
     let method = head.method.as_bytes();
     let own = first(rules, method, path, EXACT);
     let widening = widening_for(readings, path);
-    let stripped = match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
-        true => {
-            let stripped = strip_parameters(path, arena)?;
-            Some((stripped, widening_for(readings, stripped)))
-        }
-        false => None,
+    // The path's other readings: `;` parameters stripped (Tomcat), and the
+    // path cut at the first `;` (Fastify 4, which reads the rest as the query).
+    let [stripped, cut] =
+        match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
+            true => {
+                let stripped = strip_parameters(path, arena)?;
+                let cut =
+                    &path[..(0..path.len()).position(|at| parameters_start(path, at)).unwrap_or(path.len())];
+                [Some((stripped, widening_for(readings, stripped))), Some((cut, widening_for(readings, cut)))]
+            }
+            false => [None, None],
+        };
+    // The first rule `method` meets in each reading of the path but its own.
+    let others = |method: &[u8]| {
+        let another = method != head.method.as_bytes() || widening != EXACT;
+        [
+            another.then(|| first(rules, method, path, widening)),
+            stripped.map(|(stripped, widening)| first(rules, method, stripped, widening)),
+            cut.map(|(cut, widening)| first(rules, method, cut, widening)),
+        ]
     };
-    // The request's own method read exactly is `own` itself.
-    let own_method = method;
-    let mut differs = |method: &[u8]| {
-        let another = method != own_method || widening != EXACT;
-        (another && first(rules, method, path, widening) != own)
-            || stripped.is_some_and(|(stripped, widening)| first(rules, method, stripped, widening) != own)
-    };
+    let mut differs = |method: &[u8]| others(method).iter().flatten().any(|&rule| rule != own);
     if differs(method) {
         return Err(Rejection::PathReadsAnotherRule);
     }
     // Servers answer HEAD with the GET handler.
     let mut overridden = head.method == "HEAD" && differs(b"GET");
     if readings.method_override {
-        overridden |= any_override(head, &mut differs);
+        overridden |= any_override(head, arena, &mut differs)?;
     }
-    match overridden {
-        true => Err(Rejection::MethodReadsAnotherRule),
-        false => Ok(own),
+    if overridden {
+        return Err(Rejection::MethodReadsAnotherRule);
+    }
+    let mut reach = FormReach::default();
+    if readings.method_override && head.has_content() {
+        for (i, rule) in rules.iter().enumerate() {
+            for (j, named) in rule.methods.iter().enumerate() {
+                let named = named.as_bytes();
+                // Each method once: where a rule (or this one) named it first.
+                let earlier = rules[..i].iter().flat_map(|r| r.methods).chain(&rule.methods[..j]);
+                if earlier.clone().any(|m| m.as_bytes() == named) {
+                    continue;
+                }
+                let exact = first(rules, named, path, EXACT);
+                for rule in others(named).into_iter().flatten().chain([exact]).flatten() {
+                    if Some(rule) != own {
+                        reach.add(rule)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok((own, reach))
+}
+
+/// The most rules a form body's `_method` may make one request meet besides
+/// its own; a request that could meet more is refused.
+const MAX_FORM_REACH: usize = 8;
+
+/// The rules (by index) a request with a body could meet through a
+/// `_method` in that body, besides the rule of its own method: it must pass
+/// each of them too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FormReach {
+    rules: [u16; MAX_FORM_REACH],
+    len: u8,
+}
+
+impl FormReach {
+    /// The rules, each once.
+    pub fn rules(&self) -> &[u16] {
+        &self.rules[..usize::from(self.len)]
+    }
+
+    fn add(&mut self, rule: usize) -> Result<(), Rejection> {
+        let rule = u16::try_from(rule).map_err(|_| Rejection::MethodReadsAnotherRule)?;
+        if !self.rules().contains(&rule) {
+            *self.rules.get_mut(usize::from(self.len)).ok_or(Rejection::MethodReadsAnotherRule)? = rule;
+            self.len += 1;
+        }
+        Ok(())
     }
 }
 
@@ -160,26 +224,64 @@ fn path_matches(rule: PathMatch<'_>, path: &[u8], widening: Widening) -> bool {
 }
 
 /// True when `differs` for a method an override names: the values of the
-/// override fields (each comma-separated item), and `_method` in the query
-/// (raw, or with its `_` encoded).
+/// override fields (each comma-separated item), and `_method` in the query,
+/// its name and value read as a form decodes them ([`form_decode`]).
 #[inline(never)]
-fn any_override(head: &Head<'_, '_>, differs: &mut dyn FnMut(&[u8]) -> bool) -> bool {
+fn any_override(
+    head: &Head<'_, '_>,
+    arena: &mut Arena<'_>,
+    differs: &mut dyn FnMut(&[u8]) -> bool,
+) -> Result<bool, Rejection> {
     for field in head.fields {
         if is_override_field(field.name.as_bytes())
             && field.value.split(|&b| b == b',').any(|m| differs(trim_ows(m)))
         {
-            return true;
+            return Ok(true);
         }
     }
-    let Some(at) = head.target.iter().position(|&b| b == b'?') else { return false };
-    head.target[at + 1..].split(|&b| b == b'&' || b == b';').any(|pair| {
-        let Some(equals) = pair.iter().position(|&b| b == b'=') else { return false };
+    let Some(at) = head.target.iter().position(|&b| b == b'?') else { return Ok(false) };
+    for pair in head.target[at + 1..].split(|&b| b == b'&' || b == b';') {
+        let equals = pair.iter().position(|&b| b == b'=').unwrap_or(pair.len());
         let (name, value) = pair.split_at(equals);
-        let Some((underscore, rest)) = name.len().checked_sub(6).map(|at| name.split_at(at)) else {
-            return false;
+        if !is_method_parameter(form_decode(name, arena)?) {
+            continue;
+        }
+        let value = form_decode(value.get(1..).unwrap_or_default(), arena)?;
+        if differs(value.trim_ascii()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `text` as a form decodes it (WHATWG `application/x-www-form-urlencoded`):
+/// `+` is a space, each `%XY` its byte, a broken escape kept as written.
+fn form_decode<'a>(text: &[u8], arena: &mut Arena<'a>) -> Result<&'a [u8], Rejection> {
+    let out = arena.alloc(text.len())?;
+    let (mut i, mut len) = (0, 0);
+    while let Some(&b) = text.get(i) {
+        let hex = |at: usize| text.get(at).and_then(|&d| (d as char).to_digit(16));
+        out[len] = match (b, hex(i + 1), hex(i + 2)) {
+            (b'+', ..) => b' ',
+            (b'%', Some(hi), Some(lo)) => {
+                i += 2;
+                (hi * 16 + lo) as u8
+            }
+            _ => b,
         };
-        rest == b"method" && matches!(underscore, b"_" | b"%5F" | b"%5f") && differs(&value[1..])
-    })
+        len += 1;
+        i += 1;
+    }
+    let decoded: &'a [u8] = out;
+    Ok(&decoded[..len])
+}
+
+/// True when a decoded query name reads as `_method`: exactly, or as PHP
+/// reads names (leading spaces dropped, then `.` or `[` read as `_`),
+/// which Laravel and Symfony then read `_method` from.
+fn is_method_parameter(name: &[u8]) -> bool {
+    let name = &name[name.iter().position(|&b| b != b' ').unwrap_or(name.len())..];
+    matches!(name, [b'_' | b'.' | b'[', rest @ ..] if rest == b"method")
 }
 
 /// True when `name` is a method-override field's, compared lower-cased
