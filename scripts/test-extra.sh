@@ -63,8 +63,8 @@ echo "==> cargo build benches/wasm-kernels (wasm32)"
 cargo build --quiet --release --manifest-path benches/wasm-kernels/Cargo.toml \
   --target wasm32-unknown-unknown --target-dir target/bench-kernels
 
-# testkit/readings: real servers (nginx, Express, Flask, Tomcat) behind
-# every host; no spelling of a protected request may reach its handler
-# without its rule's requirements.
+# testkit/readings: real servers (nginx, Express, Fastify, Hono, Flask,
+# Tomcat) behind every host (wasmtime serve included); no spelling of a
+# protected request may reach its handler without its rule's requirements.
 echo "==> node --test testkit/readings/"
-REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 node --test --test-timeout=600000 testkit/readings/
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=600000 testkit/readings/

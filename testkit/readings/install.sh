@@ -2,7 +2,8 @@
 # The upstream servers of the readings suite (testkit/readings/), each only
 # when missing: nginx and Tomcat 10 (with a JDK for javac) from Debian's
 # packages with apt-get, Flask and Werkzeug (requirements.txt, pinned) into
-# a virtual environment under target/. Express is pinned in package.json.
+# a virtual environment under target/. Express, Fastify and Hono are pinned
+# in package.json.
 # No service is started: the suite runs its own processes on loopback.
 #
 # usage: bash testkit/readings/install.sh

@@ -27,13 +27,10 @@
  * The protected requests: each names the marker its handler answers on
  * every server, the rule that protects it, and its canonical spelling;
  * `methodScoped` when the rule names methods, so that another method's
- * request overridden to this one must not pass; `anyCredentials` when the
- * rule asks nothing of them (deny).
+ * request overridden to this one must not pass.
  */
 export const PROTECTED = [
-  // A deny rule refuses whatever the credentials: its spellings go out with
-  // the valid token alone (no token gets no further than a valid one).
-  { marker: "internal-metrics", rule: "prefix /internal: deny 404", method: "GET", segments: ["internal", "metrics"], anyCredentials: true },
+  { marker: "internal-metrics", rule: "prefix /internal: deny 404", method: "GET", segments: ["internal", "metrics"] },
   { marker: "admin-users", rule: "prefix /admin: roles any [admin]", method: "GET", segments: ["admin", "users"] },
   { marker: "account-export", rule: "path /account/export: claims tenant = acme", method: "GET", segments: ["account", "export"] },
   {
@@ -255,7 +252,6 @@ export function pathSpellings(segments) {
 const spelling = (p, classes, method, target, { fields = [], body = "", note = "" } = {}) => ({
   marker: p.marker,
   rule: p.rule,
-  anyCredentials: p.anyCredentials === true,
   classes,
   method,
   target,
@@ -312,10 +308,8 @@ function overrideQueries(method) {
  * query (from every other method, HEAD and OPTIONS included: Hono's
  * middleware overrides every method but GET) and `_method` in a form body
  * (from every other method that carries one: POST, PUT, PATCH, DELETE,
- * OPTIONS). Every form goes with the canonical path; with the other `paths`
- * (whose reading the gateway judges apart from the override), the
- * hyphenated header names with the method as written, `_method=` as
- * written in the query, and the urlencoded and multipart bodies.
+ * OPTIONS). The plain forms go with each of `paths`, the encoded ones with
+ * the canonical path.
  */
 function overrideSpellings(p, paths) {
   const out = [];
@@ -327,8 +321,8 @@ function overrideSpellings(p, paths) {
   for (const { path, classes } of paths) {
     const canonical = classes.length === 0;
     for (const base of headerBases) {
-      for (const name of canonical ? names : names.filter((n) => n.includes("-"))) {
-        for (const value of canonical ? [p.method, p.method.toLowerCase()] : [p.method]) {
+      for (const name of names) {
+        for (const value of [p.method, p.method.toLowerCase()]) {
           out.push(spelling(p, cls(classes), base, path, { fields: [`${name}: ${value}`] }));
         }
       }
@@ -346,21 +340,15 @@ function overrideSpellings(p, paths) {
   return out;
 }
 
-/**
- * Preflight-shaped OPTIONS requests to `paths`: on the canonical path each
- * origin and requested method with and without a query and a body; on the
- * others (whose reading the gateway judges apart from the preflight) each
- * origin and requested method alone.
- */
+/** Preflight-shaped OPTIONS requests to `paths`. */
 function preflightSpellings(p, paths) {
   const out = [];
   const body = "dump=1&all=1";
   for (const { path, classes } of paths) {
-    const canonical = classes.length === 0;
     for (const origin of [ALLOWED_ORIGIN, OTHER_ORIGIN]) {
       for (const requested of [p.method, "PUT"]) {
-        for (const query of canonical ? ["", "?dump=1"] : [""]) {
-          for (const withBody of canonical ? [false, true] : [false]) {
+        for (const query of ["", "?dump=1"]) {
+          for (const withBody of [false, true]) {
             const fields = [`Origin: ${origin}`, `Access-Control-Request-Method: ${requested}`];
             if (withBody) fields.push("Content-Type: application/x-www-form-urlencoded", `Content-Length: ${body.length}`);
             out.push(spelling(p, [...classes, "preflight"], "OPTIONS", path + query, { fields, body: withBody ? body : "" }));
