@@ -38,6 +38,10 @@ const gatewayWorker :Workerd.Worker = (
     # One JSON line per decision on stdout: off (unset), on, or a share
     # such as 0.1 (observe.mjs). On Cloudflare, Workers Logs indexes them.
     (name = "DECISION_LOG", fromEnvironment = "GATEWAY_DECISION_LOG"),
+    # The `iss` of the config dist/gateway.wasm was built from: it names the
+    # one issuer of a module without a label table in the lines and data
+    # points (`0` when unset). run.sh sets it from gateway.toml.
+    (name = "ISSUER", fromEnvironment = "GATEWAY_ISSUER"),
     # A Workers Analytics Engine dataset, one data point per decision:
     # workerd posts each to a service of your own (--experimental), e.g.
     #   (name = "DECISIONS", analyticsEngine = "analytics"),

@@ -9,8 +9,8 @@
 // (OUTCOMES, held equal to contract/golden/outcomes.json by
 // test/observe.test.mjs), and the rule, route and issuer as the module's
 // `labels` and `routes` exports name them. Nothing a request carries
-// becomes a label; the target's query values and every header stay out of
-// the line (a token may travel in either).
+// becomes a label; the target's query (but for its parameters' count) and
+// every header stay out of the line (a token may travel in either).
 
 /** Every outcome by id (contract/src/outcome.rs, `NAMES`). */
 export const OUTCOMES = [
@@ -30,6 +30,7 @@ export const OUTCOMES = [
   "preflight_with_body", "scratch_exhausted", "invalid_clock", "invalid_context", "upstream_unavailable",
   "upstream_timed_out", "upstream_busy", "module_failed", "module_out_of_time", "gateway_busy",
   "body_too_large", "body_timed_out",
+  "whitespace_at_segment_edge", "bound_token", "malformed_head",
 ];
 
 /**
@@ -47,15 +48,17 @@ export function logRate(value) {
   return rate;
 }
 
-/** The target with each query parameter's value left out (`/a?x=1&y` is `/a?x=&y`), as host-sim logs it. */
+/**
+ * The target as the logs show it, as host-sim writes it: the path, and of
+ * the query only how many parameters it has, as `?<N>` (`/a?x=1&y` is
+ * `/a?<2>`). Neither a parameter's value nor its name is written: a client
+ * may put a token in either.
+ */
 export function redactedTarget(target) {
   const at = target.indexOf("?");
   if (at < 0) return target;
-  const names = target
-    .slice(at + 1)
-    .split("&")
-    .map((p) => (p.includes("=") ? p.slice(0, p.indexOf("=") + 1) : p));
-  return `${target.slice(0, at)}?${names.join("&")}`;
+  const parameters = target.slice(at + 1).split("&").filter((p) => p !== "").length;
+  return `${target.slice(0, at)}?<${parameters}>`;
 }
 
 /** The trace id of a valid W3C `traceparent`, or null. */
@@ -68,9 +71,11 @@ export function traceId(traceparent) {
 /**
  * The names a module's label indices stand for: `routes` its route table
  * ([audience, upstream] pairs), `table` its label table (`labels` export,
- * "" for a module without one, whose one issuer is `0`).
+ * "" for a module without one). The one issuer of a module without one is
+ * `issuer` (the ISSUER binding: the `iss` of the config it was built from),
+ * or `0` when none is bound.
  */
-export function labelNames(routes, table) {
+export function labelNames(routes, table, issuer = null) {
   const names = { rules: [], routes: routes.map(([aud]) => aud), issuers: [] };
   for (const line of table === "" ? [] : table.split("\n")) {
     const space = line.indexOf(" ");
@@ -78,7 +83,7 @@ export function labelNames(routes, table) {
     if (kind === "rule") names.rules.push(name);
     else if (kind === "issuer") names.issuers.push(name);
   }
-  if (table === "") names.issuers.push("0");
+  if (table === "") names.issuers.push(issuer || "0");
   return names;
 }
 

@@ -20,6 +20,16 @@ if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
   die "$addr is already in use (pass another HOST:PORT)"
 fi
 
+# The `iss` of the one issuer of a config with a single one (config.capnp,
+# ISSUER): it names that issuer in the decision lines of a module without a
+# label table. A config with several issuers has a label table of its own.
+if [ -z "${GATEWAY_ISSUER:-}" ]; then
+  issuers=$(sed -n 's/^ *\(issuer\|iss\) *= *"\(.*\)" *$/\2/p' "${GATEWAY_CONFIG:-gateway.toml}" 2>/dev/null || true)
+  if [ "$(printf '%s\n' "$issuers" | grep -c .)" = 1 ]; then
+    export GATEWAY_ISSUER="$issuers"
+  fi
+fi
+
 "$workerd" serve "$config" --socket-addr "http=$addr" &
 pid=$!
 stop() {

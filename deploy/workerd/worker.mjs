@@ -29,6 +29,10 @@ let boundDataset;
  *   0 and 1 of decisions to log as JSON lines (observe.mjs).
  * - env.DECISIONS (optional): a Workers Analytics Engine dataset that gets
  *   one data point per decision.
+ * - env.ISSUER (optional): the `iss` of the config the module was built
+ *   from, naming the one issuer of a module without a label table (no
+ *   rules, one issuer, no fetched keys) in the log lines and data points;
+ *   `0` without it.
  */
 function bind(env) {
   const text = env.UPSTREAM_OVERRIDE ?? "";
@@ -39,7 +43,7 @@ function bind(env) {
   const log = env.DECISION_LOG ?? null;
   const dataset = env.DECISIONS ?? null;
   if (log !== boundLog || dataset !== boundDataset) {
-    const names = labelNames(gateway.routes(), gateway.labelTable());
+    const names = labelNames(gateway.routes(), gateway.labelTable(), env.ISSUER ?? null);
     gateway.observer = new Observer(names, { rate: logRate(log), dataset });
     [boundLog, boundDataset] = [log, dataset];
   }

@@ -7,10 +7,11 @@
 //! closes its quotes early and a line never breaks; the JSON line is
 //! escaped by its encoder.
 //!
-//! Neither holds a credential: no field of the request is logged, and the
-//! query's values are left out of the target ([`redacted_target`]), since
-//! a token may travel there (RFC 6750 section 2.3). The subject is logged
-//! in the JSON line only when `--log-subject` asks for it.
+//! Neither holds a credential: no field of the request is logged, and of
+//! the query only the number of its parameters is ([`redacted_target`]):
+//! a token may travel there as a value (RFC 6750 section 2.3) or as a
+//! parameter's name (`/x?<token>`), so neither is written. The subject is
+//! logged in the JSON line only when `--log-subject` asks for it.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -36,7 +37,7 @@ pub struct Entry<'a> {
     pub peer: SocketAddr,
     /// The request's method.
     pub method: &'a str,
-    /// The request target, its query's values left out.
+    /// The request target, its query left out but for its parameters' count.
     pub target: &'a str,
     /// The status the client got.
     pub status: u16,
@@ -89,26 +90,15 @@ pub fn json_line(entry: &Entry<'_>) -> String {
     line.to_string()
 }
 
-/// The target with each query parameter's value left out (`/a?x=1&y` is
-/// `/a?x=&y`): the path and the parameters' names stay for the log.
+/// The target as the logs show it: the path, and of the query only how
+/// many parameters it has, as `?<N>` (`/a?x=1&y` is `/a?<2>`, `/a?` is
+/// `/a?<0>`). Neither a parameter's value nor its name is written: a
+/// client may put a token in either. Every host that logs a target writes
+/// it this way (the README's "Watching the gateway", "Log lines").
 pub fn redacted_target(target: &str) -> String {
     let Some((path, query)) = target.split_once('?') else { return target.to_owned() };
-    let mut out = String::with_capacity(target.len());
-    out.push_str(path);
-    out.push('?');
-    for (i, parameter) in query.split('&').enumerate() {
-        if i > 0 {
-            out.push('&');
-        }
-        match parameter.split_once('=') {
-            Some((name, _)) => {
-                out.push_str(name);
-                out.push('=');
-            }
-            None => out.push_str(parameter),
-        }
-    }
-    out
+    let parameters = query.split('&').filter(|parameter| !parameter.is_empty()).count();
+    format!("{path}?<{parameters}>")
 }
 
 /// The trace id of a W3C `traceparent` value (`00-<32 hex>-<16 hex>-<2
@@ -176,8 +166,20 @@ mod tests {
     }
 
     #[test]
-    fn query_values_are_left_out_of_the_target() {
-        assert_eq!(redacted_target("/v1/items?access_token=eyJ.x.y&b&c=2"), "/v1/items?access_token=&b&c=");
+    fn nothing_of_the_query_but_its_size_is_kept() {
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln";
+        for (query, parameters) in [
+            (format!("access_token={token}"), 1),
+            (token.to_owned(), 1),
+            (format!("{token}=1"), 1),
+            (format!("a=1&{token}"), 2),
+            (format!("a=1&&{token}&b="), 3),
+            (format!("{token}?x={token}"), 1),
+            (String::new(), 0),
+        ] {
+            let target = redacted_target(&format!("/v1/items?{query}"));
+            assert_eq!(target, format!("/v1/items?<{parameters}>"), "{query}");
+        }
         assert_eq!(redacted_target("/plain"), "/plain");
     }
 

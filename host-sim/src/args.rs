@@ -72,6 +72,19 @@ impl SourceArgs {
     }
 }
 
+/// The config that names a module's one issuer when the module has no
+/// label table (no rules, one issuer, no fetched keys: it labels that
+/// issuer `0`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct NamingArgs {
+    /// The gateway config the module was built from: its issuer's `iss`
+    /// names the module's one issuer in metrics and logs when the module has
+    /// no label table. Used only when it is the module's (the same routes,
+    /// its `iss` in the module). Default: gateway.toml, when it is.
+    #[arg(long = "config", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
 /// Parses `2097152`, `2MiB`, `128KiB` or `64k` into bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();

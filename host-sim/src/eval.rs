@@ -24,7 +24,7 @@ use contract::owned::DecisionBuf;
 
 use runtime::{Input, Isolation, Outcome, Reusable, Runtime, unix_now};
 
-use crate::args::{EngineArgs, SourceArgs};
+use crate::args::{EngineArgs, NamingArgs, SourceArgs};
 use crate::metrics::Names;
 
 /// `host-sim eval` arguments.
@@ -36,6 +36,9 @@ pub struct EvalArgs {
     /// Engine and instance settings.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// The config that names the module's one issuer.
+    #[command(flatten)]
+    pub naming: NamingArgs,
     /// The clock passed to the module, Unix seconds (default: now). A line's "now" overrides it.
     #[arg(long, value_name = "UNIX_SECS")]
     pub now: Option<f64>,
@@ -152,7 +155,7 @@ pub fn run(args: &EvalArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let names = match Names::of(&runtime) {
+    let names = match Names::of_module(&runtime, &args.source.source(), args.naming.config.as_deref()) {
         Ok(names) => names,
         Err(e) => {
             eprintln!("error: cannot read the module's label table: {e}");

@@ -90,7 +90,10 @@ pub async fn serve<H, F>(
     let admission = Admission::new(&limits);
     let (stop, stopping) = watch::channel(false);
     accept(&listener, &admission, shutdown, |stream, remote, slot| {
-        tokio::spawn(connection(stream, remote, handler.clone(), limits, slot, stopping.clone()));
+        let served = connection(stream, remote, handler.clone(), limits, slot, stopping.clone());
+        tokio::spawn(async move {
+            let _ = served.await;
+        });
     })
     .await;
     drop(listener);
@@ -162,7 +165,8 @@ pub(crate) async fn accept(
     }
 }
 
-/// Serves one connection until it ends, holding `slot` meanwhile.
+/// Serves one connection until it ends, holding `slot` meanwhile; says
+/// whether it ended on a request head hyper refused and answered.
 pub(crate) async fn connection<H, F>(
     stream: TcpStream,
     remote: SocketAddr,
@@ -170,7 +174,8 @@ pub(crate) async fn connection<H, F>(
     limits: ClientLimits,
     slot: OwnedSemaphorePermit,
     mut stopping: watch::Receiver<bool>,
-) where
+) -> Option<RefusedHead>
+where
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
@@ -197,9 +202,9 @@ pub(crate) async fn connection<H, F>(
     let idle = tokio::time::sleep(limits.idle_timeout);
     tokio::pin!(idle);
     let mut closing = false;
-    loop {
+    let refused = loop {
         tokio::select! {
-            _ = connection.as_mut() => break,
+            ended = connection.as_mut() => break ended.err().as_ref().and_then(RefusedHead::of),
             () = &mut idle, if !closing => match activity.idle_deadline(limits.idle_timeout) {
                 Some(deadline) => idle.as_mut().reset(deadline),
                 None => {
@@ -212,9 +217,68 @@ pub(crate) async fn connection<H, F>(
                 closing = true;
             }
         }
-    }
+    };
     drop(slot);
+    refused
 }
+
+/// A request head hyper's parser refused and answered itself, before any
+/// handler saw the request: a malformed head (obs-fold, two
+/// `Content-Length`, a space in a field name, a bad request line, ...), a
+/// head past [`MAX_BUF`] or [`MAX_HEADERS`], a target too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedHead {
+    /// Answered 400.
+    Malformed,
+    /// Answered 431.
+    TooLarge,
+    /// Answered 414.
+    TargetTooLong,
+}
+
+impl RefusedHead {
+    /// What a connection's `error` says hyper refused and answered, or
+    /// `None` for any other end (a client that went away, a timeout, an
+    /// HTTP/2 preface, which hyper closes without an answer).
+    pub fn of(error: &hyper::Error) -> Option<RefusedHead> {
+        if !error.is_parse() {
+            return None;
+        }
+        // hyper names the kinds only in its messages.
+        let text = error.to_string();
+        if text.contains("HTTP2") {
+            None
+        } else if error.is_parse_too_large() && text.contains("URI") {
+            Some(RefusedHead::TargetTooLong)
+        } else if error.is_parse_too_large() {
+            Some(RefusedHead::TooLarge)
+        } else {
+            Some(RefusedHead::Malformed)
+        }
+    }
+
+    /// The status hyper answered with.
+    pub fn status(self) -> u16 {
+        match self {
+            RefusedHead::Malformed => 400,
+            RefusedHead::TooLarge => 431,
+            RefusedHead::TargetTooLong => 414,
+        }
+    }
+
+    /// Its outcome (`contract::outcome::NAMES`): `malformed_head`, or for
+    /// a head or target too long the module's own outcome for one.
+    pub fn outcome(self) -> u8 {
+        match self {
+            RefusedHead::Malformed => contract::outcome::MALFORMED_HEAD,
+            RefusedHead::TooLarge => contract::outcome::id("head_too_large"),
+            RefusedHead::TargetTooLong => contract::outcome::id("target_too_long"),
+        }
+    }
+}
+
+/// Told of each request head hyper refused on a connection, with its peer.
+pub type OnRefused = Arc<dyn Fn(SocketAddr, RefusedHead) + Send + Sync>;
 
 /// Connections past the cap being answered "gateway busy" at once; more are
 /// closed without an answer (each answer holds a descriptor for a moment).

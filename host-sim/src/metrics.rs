@@ -31,7 +31,7 @@ mod names;
 mod shard;
 
 pub use names::{
-    DecisionLabels, IssuerLabel, Names, RouteLabel, UpstreamFailureLabels, UpstreamLabels, Value,
+    DecisionLabels, IssuerLabel, Names, RouteLabel, StatusLabel, UpstreamFailureLabels, UpstreamLabels, Value,
 };
 pub use shard::Shard;
 use shard::{BUCKETS, Buckets, locked, upper_bound};
@@ -434,6 +434,7 @@ mod tests {
             rules: vec!["admin", "rules[1]"],
             routes: vec!["orders"],
             issuers: vec![names::kept("https://a.example/\"x")],
+            unnamed_issuer: false,
         }
     }
 
@@ -470,6 +471,10 @@ mod tests {
         second.decided(&forwarded, Duration::from_micros(20));
         second.decided(&Labels::of(outcome::id("expired")), Duration::from_micros(20));
         first.upstream(Some(0), Ok(200), Duration::from_millis(1));
+        // Unregistered statuses are counted by class.
+        for odd in [299, 298, 599, 799] {
+            second.upstream(Some(0), Ok(odd), Duration::from_millis(1));
+        }
         second.upstream(Some(0), Err(outcome::id("upstream_unavailable")), Duration::from_millis(1));
         metrics.jwks_installed(0, true, 1.8e9);
         let text = metrics.render();
@@ -484,6 +489,11 @@ mod tests {
             text.contains("gateway_upstream_responses_total{route=\"orders\",status=\"200\"} 1"),
             "{text}"
         );
+        for (class, count) in [("2xx", 2), ("5xx", 1), ("7xx", 1)] {
+            let line =
+                format!("gateway_upstream_responses_total{{route=\"orders\",status=\"{class}\"}} {count}\n");
+            assert!(text.contains(&line), "{text}");
+        }
         assert!(
             text.contains(
                 "gateway_upstream_failures_total{route=\"orders\",outcome=\"upstream_unavailable\"} 1"
@@ -492,7 +502,7 @@ mod tests {
         );
         assert!(text.contains("gateway_decision_duration_seconds_count 3\n"), "{text}");
         assert!(text.contains("gateway_decision_duration_seconds_bucket{le=\"0.00002\"} 3\n"), "{text}");
-        assert!(text.contains("gateway_upstream_duration_seconds_count{route=\"orders\"} 2\n"), "{text}");
+        assert!(text.contains("gateway_upstream_duration_seconds_count{route=\"orders\"} 6\n"), "{text}");
         assert!(
             text.contains("gateway_jwks_installed_total{issuer=\"https://a.example/\\\"x\"} 1\n"),
             "{text}"

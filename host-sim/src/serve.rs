@@ -24,7 +24,7 @@ use runtime::{
 };
 
 use crate::access_log;
-use crate::args::{EngineArgs, SourceArgs};
+use crate::args::{EngineArgs, NamingArgs, SourceArgs};
 use crate::body::Body;
 use crate::keys::KeyFetcher;
 use crate::limits::{self, LimitArgs};
@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// Engine and instance settings.
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// The config that names the module's one issuer.
+    #[command(flatten)]
+    pub naming: NamingArgs,
     /// Print one line per request on stderr: text (the default form), or
     /// json (one object per request).
     #[arg(long, value_name = "FORM", num_args = 0..=1, default_missing_value = "text")]
@@ -217,7 +220,7 @@ impl Gateway {
                     format!(
                         "forward {}{} sub={}",
                         self.forwarder.resolve(forward.origin),
-                        forward.path,
+                        access_log::redacted_target(forward.path),
                         forward.request_set(contract::fields::SUBJECT).unwrap_or("-")
                     )
                 };
@@ -326,7 +329,7 @@ const SLOTS_OF_LOADER: u32 = 2;
 struct Logged {
     remote: SocketAddr,
     method: http::Method,
-    /// The target, its query's values left out (`access_log::redacted_target`).
+    /// The target, its query left out but for its size (`access_log::redacted_target`).
     target: String,
     time: SystemTime,
     trace_id: Option<String>,
@@ -349,6 +352,50 @@ impl Logged {
             trace_id,
         }
     }
+}
+
+/// Counts and logs each request head hyper refused and answered itself
+/// (no module saw it): a decision with its outcome (`malformed_head`,
+/// `head_too_large`, `target_too_long`) and nothing else known, and an
+/// access-log line with `-` for the method and target it could not read.
+pub fn refused_heads(log: Log, metrics: Option<Arc<Metrics>>) -> listen::OnRefused {
+    let counts = metrics.map(|metrics| (metrics.recorder(), metrics));
+    Arc::new(move |remote, head: listen::RefusedHead| {
+        let labels = Labels::of(head.outcome());
+        if let Some((recorder, _)) = &counts {
+            recorder.counted(&labels);
+        }
+        let outcome = contract::outcome::name(labels.outcome).unwrap_or("unknown");
+        let line = match log.format {
+            None => return,
+            Some(access_log::Format::Text) => access_log::line(
+                remote,
+                "-",
+                "-",
+                head.status(),
+                Duration::ZERO,
+                &format!("refused: {outcome}"),
+            ),
+            Some(access_log::Format::Json) => access_log::json_line(&access_log::Entry {
+                time: SystemTime::now(),
+                peer: remote,
+                method: "-",
+                target: "-",
+                status: head.status(),
+                outcome,
+                reason: "request head refused by the HTTP parser",
+                rule: "",
+                route: "",
+                issuer: "",
+                subject: None,
+                decision: Duration::ZERO,
+                total: Duration::ZERO,
+                upstream: None,
+                trace_id: None,
+            }),
+        };
+        eprintln!("{line}");
+    })
 }
 
 /// Rebuilds the request head the client sent, as the module expects it:
@@ -419,7 +466,7 @@ pub fn run(args: &ServeArgs) -> ExitCode {
     };
     // The names of the module's rules, routes and issuers, for the counters and the JSON log.
     let names = match (args.metrics.is_some() || args.access_log == Some(access_log::Format::Json))
-        .then(|| Names::of(&runtime))
+        .then(|| Names::of_module(&runtime, &args.source.source(), args.naming.config.as_deref()))
     {
         None => Names::default(),
         Some(Ok(names)) => names,
@@ -461,8 +508,11 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             };
             handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
         }
-        let connections = metrics.as_ref().map(|m| m.connections.clone());
-        if let Err(e) = threads::serve(listener, handlers, client_limits, connections, listen::shutdown_signal()).await
+        let watchers = threads::Watchers {
+            connections: metrics.as_ref().map(|m| m.connections.clone()),
+            refused: Some(refused_heads(log, metrics.clone())),
+        };
+        if let Err(e) = threads::serve(listener, handlers, client_limits, watchers, listen::shutdown_signal()).await
         {
             return fail(format!("serving threads: {e}"));
         }

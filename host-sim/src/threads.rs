@@ -22,8 +22,17 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, watch};
 
 use crate::body::Body;
 use crate::limits::ClientLimits;
-use crate::listen::{self, Admission};
+use crate::listen::{self, Admission, OnRefused};
 use crate::metrics::Connections;
+
+/// What the serving threads tell besides their responses.
+#[derive(Clone, Default)]
+pub struct Watchers {
+    /// Counts the connections accepted and open.
+    pub connections: Option<Connections>,
+    /// Told of each request head hyper refused and answered itself.
+    pub refused: Option<OnRefused>,
+}
 
 /// A connection on its way from the acceptor to a serving thread: the
 /// socket (off the acceptor's runtime), the peer and its slot.
@@ -41,14 +50,14 @@ struct Worker {
 /// `handlers` until `shutdown` resolves, then lets open connections finish
 /// (at most [`listen::SHUTDOWN_GRACE`]). Accepting runs on the caller's
 /// runtime. The limits are those of [`listen::serve`], the connection cap
-/// counted over all threads; `counted`, when given, counts the
-/// connections accepted and open. An error means that there is no handler, or
+/// counted over all threads; `watchers` are told of the connections and
+/// of the request heads hyper refused. An error means that there is no handler, or
 /// that a thread could not be started (before any connection was accepted).
 pub async fn serve<H, F>(
     listener: TcpListener,
     handlers: Vec<H>,
     limits: ClientLimits,
-    counted: Option<Connections>,
+    watchers: Watchers,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
 where
@@ -72,7 +81,7 @@ where
             admission: admission.clone(),
             limits,
             stopping: stopping.clone(),
-            counted: counted.clone(),
+            watchers: watchers.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("serve-{index}"))
@@ -113,8 +122,8 @@ struct Serving {
     admission: Admission,
     limits: ClientLimits,
     stopping: watch::Receiver<bool>,
-    /// The metrics' connection counters, when `serve` keeps metrics.
-    counted: Option<Connections>,
+    /// The metrics' connection counters and the refused heads' watcher.
+    watchers: Watchers,
 }
 
 impl Serving {
@@ -133,16 +142,19 @@ impl Serving {
             };
             let served =
                 listen::connection(stream, remote, handler.clone(), self.limits, slot, self.stopping.clone());
-            let counted = self.counted.clone();
-            if let Some(counted) = &counted {
+            let Watchers { connections, refused } = self.watchers.clone();
+            if let Some(counted) = &connections {
                 counted.accepted.inc();
                 counted.open.inc();
             }
             tokio::spawn(async move {
-                served.await;
+                let head = served.await;
                 open.fetch_sub(1, Ordering::Relaxed);
-                if let Some(counted) = counted {
+                if let Some(counted) = connections {
                     counted.open.dec();
+                }
+                if let (Some(refused), Some(head)) = (refused, head) {
+                    refused(remote, head);
                 }
             });
         }

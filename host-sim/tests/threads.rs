@@ -52,7 +52,13 @@ fn server(
             let _ = tokio::time::timeout(Duration::from_secs(60), stopped).await;
         };
         runtime
-            .block_on(host_sim::threads::serve(listener, vec![handler; threads], limits, None, stopped))
+            .block_on(host_sim::threads::serve(
+                listener,
+                vec![handler; threads],
+                limits,
+                Default::default(),
+                stopped,
+            ))
             .unwrap();
     });
     (addr, stop, serving)

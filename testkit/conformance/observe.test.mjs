@@ -63,6 +63,9 @@ const MODULES = [
     name: "forwarding",
     wasm: FIXTURE_WASM,
     envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG },
+    // A module without a label table: its one issuer is named by the config
+    // (host-sim's --config, workerd's ISSUER, the filter's compiled config).
+    issuer: "https://issuer.test",
     cases: alike(readCorpus("forwarding.jsonl")),
   },
   {
@@ -77,9 +80,9 @@ const MODULES = [
 const tokensIn = (text) => text.match(/[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g) ?? [];
 
 /** The module's labels for each case's request (`host-sim eval`), with its status. */
-function moduleLabels(wasm, cases) {
+function moduleLabels(module, cases) {
   const input = cases.map((c) => JSON.stringify({ request: c.request })).join("\n") + "\n";
-  const r = spawnSync(HOST_SIM, ["eval", "--wasm", wasm], { input, encoding: "utf8", timeout: 60000 });
+  const r = spawnSync(HOST_SIM, ["eval", "--wasm", module.wasm, "--config", module.envoy.config], { input, encoding: "utf8", timeout: 60000 });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim().split("\n").map((line) => JSON.parse(line));
 }
@@ -114,7 +117,7 @@ async function startRecorder() {
   const addresses = {};
   for (const origin of ORIGINS) {
     const server = createServer((req, res) => {
-      received.push(req.headers);
+      received.push({ ...req.headers, ":url": req.url });
       req.resume();
       req.on("end", () => res.end("ok"));
     });
@@ -183,6 +186,21 @@ function capture(proc) {
   return () => (rest === "" ? lines : [...lines, rest]);
 }
 
+/** A token-shaped secret a client sends in a query, never the one it is verified by. */
+const QUERY_SECRET = "eyJxdWVyeS1zZWNyZXQiOjF9.eyJzdWIiOiJxdWVyeSJ9.c2VjcmV0LXNpZ25hdHVyZQ";
+
+/**
+ * `request` (a corpus case's, its target without a query) with the secret
+ * in each place a query can hold it: a value, a name, a name with a value,
+ * beside another parameter.
+ */
+function withQuerySecrets(request) {
+  const [method, target, ...rest] = request.split(" ");
+  return [`access_token=${QUERY_SECRET}`, QUERY_SECRET, `${QUERY_SECRET}=1`, `a=1&${QUERY_SECRET}`].map(
+    (query) => [method, `${target}?${query}`, ...rest].join(" "),
+  );
+}
+
 /** Resolves once `done()` holds, or after 5 s (the assertion that follows then says what is missing). */
 async function until(done) {
   for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
@@ -200,7 +218,7 @@ const HOSTS = [
     name: "workerd",
     async start(recorder, module, analytics) {
       const gateway = await startWorkerd(overrides(recorder).map(([f, t]) => `${f}=${t}`).join(","), module.wasm, {
-        env: { GATEWAY_DECISION_LOG: "on" },
+        env: { GATEWAY_DECISION_LOG: "on", ...(module.issuer ? { GATEWAY_ISSUER: module.issuer } : {}) },
         analytics: analytics.address,
       });
       return { ...gateway, lines: capture(gateway.proc) };
@@ -213,7 +231,7 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
     name: "host-sim serve",
     async start(recorder, module) {
       const args = [...overrides(recorder).flatMap(([f, t]) => ["--upstream-override", `${f}=${t}`]),
-        "--metrics", "127.0.0.1:0", "--access-log", "json", "--threads", "2"];
+        "--metrics", "127.0.0.1:0", "--access-log", "json", "--threads", "2", "--config", module.envoy.config];
       const gateway = await startHostSim(args, 60000, module.wasm);
       const lines = capture(gateway.proc);
       const metricsPort = Number(/metrics listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(gateway.proc.output())?.[1]);
@@ -237,12 +255,15 @@ for (const module of MODULES) {
     let decided;
     let expected;
     before(() => {
-      decided = moduleLabels(module.wasm, module.cases);
+      decided = moduleLabels(module, module.cases);
       const labels = (d) => [d.labels.outcome, d.labels.rule, d.labels.route, d.labels.issuer];
       expected = tally(decided, labels);
     });
 
     test("the module's labels are for the corpus's statuses", () => {
+      // The one issuer of a module without a label table is named by its config, never `0`.
+      assert.ok(!decided.some((d) => d.labels.issuer === "0"), "an issuer labelled 0");
+      if (module.issuer) assert.ok(decided.some((d) => d.labels.issuer === module.issuer), `no decision names ${module.issuer}`);
       assert.ok(module.cases.length >= 40, `only ${module.cases.length} cases`);
       module.cases.forEach((c, i) => assert.equal(decided[i].status, statusOf(c.expect[0]), c.name));
       // The corpus reaches outcomes of every kind.
@@ -326,8 +347,20 @@ for (const module of MODULES) {
             `GET /orders/1 HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${token}\r\nAuthorization: Bearer ${token}x\r\n\r\n`,
           ];
           for (const request of requests) await send(gateway.port, request);
+          // Forwarded with the secret in the query: on a token path, and
+          // anonymously on a public one where the module has one.
+          const plain = (outcome) =>
+            module.cases.find((c, i) => decided[i].labels.outcome === outcome && decided[i].status === 200 && !c.request.split(" ")[1].includes("?"));
+          const queried = [plain("forwarded"), plain("public")].filter((c) => c !== undefined);
+          assert.ok(queried.length > 0, "a case to send a query with");
+          const seen = recorder.received.length;
+          for (const c of queried) {
+            for (const request of withQuerySecrets(c.request)) assert.equal(await send(gateway.port, request), 200, request);
+          }
+          const reached = recorder.received.slice(seen).filter((r) => r[":url"].includes(QUERY_SECRET)).length;
+          assert.equal(reached, queried.length * 4, "each query reached the upstream");
           await new Promise((r) => setTimeout(r, 200));
-          const secrets = new Set([...module.cases.flatMap((c) => tokensIn(c.request)), token, "cookie-secret-value-4711"]);
+          const secrets = new Set([...module.cases.flatMap((c) => tokensIn(c.request)), token, "cookie-secret-value-4711", QUERY_SECRET, ...QUERY_SECRET.split(".")]);
           const lines = gateway.lines();
           assert.ok(lines.length > 0 || host.name.startsWith("envoy"), "the host wrote lines");
           for (const line of lines) {
@@ -357,10 +390,11 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
     });
 
     test("no line holds a token or a cookie, wherever the client put them", async () => {
-      const forward = MODULES[0].cases.find((c) => c.expect[0].forwarded || c.expect[0].upstream);
+      const forward = MODULES[0].cases.find((c) => (c.expect[0].forwarded || c.expect[0].upstream) && !c.request.split(" ")[1].includes("?"));
       const [token] = tokensIn(forward.request);
       const requests = [
         forward.request,
+        ...withQuerySecrets(forward.request),
         `GET /orders/1?access_token=${token}&page=2 HTTP/1.1\r\nHost: gw.test\r\n\r\n`,
         `GET /orders/1 HTTP/1.1\r\nHost: gw.test\r\nCookie: session=cookie-secret-value-4711; t=${token}\r\n\r\n`,
         `GET /orders/1 HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer ${token}\r\nAuthorization: Bearer ${token}x\r\n\r\n`,
@@ -369,9 +403,12 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
       await until(() => gateway.lines().filter((l) => l.includes('"GET /')).length >= requests.length);
       const lines = gateway.lines().filter((l) => l.includes('"GET /'));
       assert.equal(lines.length, requests.length, lines.join("\n"));
-      assert.ok(lines.some((l) => l.includes("?access_token=&page=")), lines.join("\n"));
+      assert.ok(lines.some((l) => l.includes("/orders/1?<2>")), lines.join("\n"));
+      assert.equal(lines.filter((l) => / 200 .*forward /.test(l)).length, 5, `forwarded with the query: ${lines.join("\n")}`);
       for (const line of gateway.lines()) {
-        for (const secret of [token, "cookie-secret-value-4711"]) assert.ok(!line.includes(secret), `a line holds a secret: ${line}`);
+        for (const secret of [token, "cookie-secret-value-4711", QUERY_SECRET, ...QUERY_SECRET.split(".")]) {
+          assert.ok(!line.includes(secret), `a line holds a secret: ${line}`);
+        }
       }
     });
   });

@@ -12,12 +12,15 @@ use std::time::Duration;
 
 use contract::outcome::{self, Cache, Labels};
 
+use super::names::StatusLabel;
+
 /// A decision's labels as indices: outcome, rule, route, issuer.
 pub type Key = (u8, Option<u16>, Option<u16>, Option<u8>);
 
-/// An upstream's answer on a route: its status, or the outcome of the
-/// host's own answer when it gave none.
-pub type UpstreamKey = (Option<u16>, Result<u16, u8>);
+/// An upstream's answer on a route: its status's label (a registered code,
+/// or the class of any other), or the outcome of the host's own answer when
+/// it gave none.
+pub type UpstreamKey = (Option<u16>, Result<StatusLabel, u8>);
 
 /// Latency buckets: 10 µs doubling 21 times (to about 10.5 s), then +Inf.
 pub const BUCKETS: usize = 21;
@@ -82,6 +85,13 @@ impl Shard {
     /// Counts one decision (or the host's own answer when the module gave
     /// none) and the module's time.
     pub fn decided(&self, labels: &Labels, took: Duration) {
+        self.counted(labels);
+        self.decision_time.observe(took);
+    }
+
+    /// Counts one decision no module made and no time was spent on (a
+    /// request head the HTTP parser refused): counted, not timed.
+    pub fn counted(&self, labels: &Labels) {
         *locked(&self.decisions)
             .entry((labels.outcome, labels.rule, labels.route, labels.issuer))
             .or_default() += 1;
@@ -98,12 +108,12 @@ impl Shard {
         for counter in [verdict, cache].into_iter().flatten() {
             counter.fetch_add(1, Relaxed);
         }
-        self.decision_time.observe(took);
     }
 
-    /// Counts the upstream's answer on route `route` and the time it took.
+    /// Counts the upstream's answer on route `route` (its status by
+    /// [`StatusLabel`]) and the time it took.
     pub fn upstream(&self, route: Option<u16>, answer: Result<u16, u8>, took: Duration) {
-        *locked(&self.upstream).entry((route, answer)).or_default() += 1;
+        *locked(&self.upstream).entry((route, answer.map(StatusLabel::of))).or_default() += 1;
         locked(&self.upstream_time).entry(route).or_default().observe(took);
     }
 

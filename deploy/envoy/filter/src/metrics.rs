@@ -9,8 +9,8 @@
 //! travel in the name, each as `;<label>=<value>`; the bootstrap's
 //! `stats_tags` (`deploy/envoy/render/src/stats.rs`) take them
 //! out of the name again as Prometheus labels. So
-//! `wasmcustom.gateway_decisions_total;outcome=expired;rule=;route=orders;issuer=0`
-//! is `gateway_decisions_total{outcome="expired",rule="",route="orders",issuer="0"}`.
+//! `wasmcustom.gateway_decisions_total;outcome=expired;rule=;route=orders;issuer=https://issuer.test`
+//! is `gateway_decisions_total{outcome="expired",rule="",route="orders",issuer="https://issuer.test"}`.
 //!
 //! Each label set is defined once, when first seen, and counted by its id
 //! afterwards: a request is one lookup and one host call per counter.
@@ -68,8 +68,7 @@ pub struct Names<'c> {
     pub rules: &'c [&'c str],
     /// Each route's audience.
     pub routes: Vec<&'c str>,
-    /// Each issuer's `iss` (`-`: any); `0` for the one issuer of a core
-    /// with no label table (`ABI.md`, "Labels").
+    /// Each issuer's `iss` (`-`: any), a core's without a label table too.
     pub issuers: Vec<&'c str>,
 }
 
@@ -134,13 +133,10 @@ mod counting {
     /// The names of the compiled config's rules, routes and issuers.
     fn names() -> Names<'static> {
         let config = compiled_config();
-        // Only a core with a label table names its issuers; the one issuer
-        // of a core without one is `0` on every host.
-        let issuers = if cfg!(label_table) {
-            config.issuers.iter().map(|issuer| issuer.iss.unwrap_or("-")).collect()
-        } else {
-            vec!["0"]
-        };
+        // The filter holds its config: every issuer is named by its `iss`,
+        // the one issuer of a core without a label table too (as the other
+        // hosts name it from the config the module was built from).
+        let issuers = config.issuers.iter().map(|issuer| issuer.iss.unwrap_or("-")).collect();
         let routes = config.routes.iter().map(|route| route.audience).collect();
         Names { rules: config.policy.rule_names, routes, issuers }
     }
