@@ -4,11 +4,15 @@
 // fixture`), so that their origins can be moved to the tests' recorders and
 // providers: `wasmtime serve -Scli` gives them wasi:cli/environment, and
 // GATEWAY_UPSTREAM_OVERRIDE names the moves. Bounded start, stop by stop().
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, startProcess, waitForPort } from "../workerd/harness.mjs";
+import { ROOT, freePort, removingOnStop, startProcess, waitForPort } from "../workerd/harness.mjs";
+import { renderEnvoyFront } from "./front.mjs";
 
 export const WASMTIME = join(ROOT, "target", "tools", "bin", "wasmtime");
+/** Envoy, as `make envoy` installs it: the front end of deploy/wasi-http/front.mjs. */
+export const ENVOY = join(ROOT, "target", "envoy-venv", "bin", "envoy");
 const fixture = (name) => join(ROOT, "target", "fixture", name);
 /** The components `make fixture` builds, by the fixture config they hold. */
 export const WASI_HTTP_FIXTURES = {
@@ -87,4 +91,71 @@ export async function startWasiHttp(overrides, wasm = WASI_HTTP_FIXTURES.forward
   const output = proc.output();
   await proc.stop();
   throw new Error(`wasmtime serve printed no listening address within ${timeoutMs} ms:\n${output}`);
+}
+
+/**
+ * Envoy as deploy/wasi-http/front.mjs renders it, on an ephemeral loopback
+ * port in front of `wasmtime serve` on 127.0.0.1:`backendPort`, with any
+ * of the renderer's options. Resolves to { port, proc }.
+ */
+export async function startEnvoyFront(backendPort, options = {}) {
+  if (!existsSync(ENVOY)) throw new Error(`${ENVOY} is missing: run 'make envoy'`);
+  const dir = mkdtempSync(join(tmpdir(), "gateway-wasi-http-front-"));
+  let lastError;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const yaml = join(dir, `front-${attempt}.yaml`);
+    writeFileSync(yaml, renderEnvoyFront({ listen: `127.0.0.1:${port}`, backend: `127.0.0.1:${backendPort}`, ...options }));
+    const proc = startProcess(ENVOY, [
+      "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
+      "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "2",
+    ]);
+    // The folder holds this Envoy's config and base id: removed when it stops.
+    const stop = removingOnStop(proc, dir);
+    try {
+      await waitForPort(proc, port, "envoy (front end)");
+      return { port, proc };
+    } catch (e) {
+      lastError = e;
+      await stop();
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw lastError;
+}
+
+/**
+ * `make deploy-wasi-http` as a user runs it (deploy/wasi-http/run.sh, its
+ * defaults), with `component` instead of dist/gateway-wasi-http.wasm, on
+ * an ephemeral loopback port, `overrides` as for startWasiHttp, and `env`
+ * added (INSTANCES, say). Resolves to { port, proc }.
+ */
+export async function startDeploy(component, overrides = [], env = {}, timeoutMs = 60000) {
+  for (const [path, how] of [[WASMTIME, "make wasmtime"], [component, "make fixture"]]) {
+    if (!existsSync(path)) throw new Error(`${path} is missing: run '${how}'`);
+  }
+  const moves = overrides.map(([from, to]) => `${from}=${to}`).join(",");
+  const proc = startProcess("bash", [join(ROOT, "deploy", "wasi-http", "run.sh")], {
+    env: {
+      ...process.env,
+      LISTEN: "127.0.0.1:0",
+      COMPONENT: component,
+      WASMTIME_ARGS: moves ? `-Scli --env GATEWAY_UPSTREAM_OVERRIDE=${moves}` : "",
+      ...env,
+    },
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const m = proc.output().match(/Serving HTTP on http:\/\/127\.0\.0\.1:(\d+)\//);
+    if (m) {
+      const port = Number(m[1]);
+      await waitForPort(proc, port, "make deploy-wasi-http", Math.max(1, deadline - Date.now()));
+      return { port, proc };
+    }
+    if (proc.exited()) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const output = proc.output();
+  await proc.stop();
+  throw new Error(`deploy/wasi-http/run.sh printed no listening address within ${timeoutMs} ms:\n${output}`);
 }

@@ -1,22 +1,73 @@
 #!/usr/bin/env bash
 # make deploy-wasi-http: the gateway's wasi:http component
 # (dist/gateway-wasi-http.wasm, built from the config by `make worker`) in
-# `wasmtime serve` on loopback: a fresh instance per request, the standard's
-# model, and outgoing HTTP (the forwards, key fetches) through wasmtime's
-# wasi:http implementation. Ctrl-C stops it.
+# `wasmtime serve` on loopback, outgoing HTTP (the forwards, key fetches)
+# through wasmtime's wasi:http implementation. Ctrl-C stops it.
+#
+# Instances are kept: each serves up to a million requests and waits up to
+# 600 s idle for the next, so that keys fetched at run time, and the core's
+# schedule of refreshes, outlive the request that fetched them (a fresh
+# instance per request, wasmtime serve's own default, fetches them for
+# every request that needs them: deploy/wasi-http/README.md).
+#
+# `wasmtime serve` has no timeout for reading a request head and none for
+# an idle connection, and each connection holds one of its 1,000 slots: on
+# its own it is for loopback only. FRONT=envoy puts Envoy in front of it
+# (deploy/wasi-http/front.mjs renders the config): header and idle
+# timeouts, a connection cap, complete heads only to wasmtime serve.
 #
 # Environment:
-#   LISTEN          where wasmtime serve listens (default: 127.0.0.1:8080)
+#   LISTEN          where clients connect (default: 127.0.0.1:8080)
+#   FRONT           "envoy" for Envoy on LISTEN in front of wasmtime serve on
+#                   BACKEND (`make envoy` installs it); unset, wasmtime serve
+#                   listens on LISTEN itself
+#   BACKEND         wasmtime serve's address behind the front end
+#                   (default: 127.0.0.1:8081)
+#   INSTANCES       "reuse" (default) or "fresh" (an instance per request)
+#   COMPONENT       the component (default: dist/gateway-wasi-http.wasm)
 #   WASMTIME_ARGS   more `wasmtime serve` options, for example
-#                   "--max-instance-reuse-count 1000" to reuse instances
+#                   "-O pooling-allocator" to pool the instances' memory
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 listen=${LISTEN:-127.0.0.1:8080}
+front=${FRONT:-}
+backend=${BACKEND:-127.0.0.1:8081}
 wasmtime=target/tools/bin/wasmtime
-component=dist/gateway-wasi-http.wasm
+envoy=target/envoy-venv/bin/envoy
+component=${COMPONENT:-dist/gateway-wasi-http.wasm}
 [ -x "$wasmtime" ] || { echo "error: $wasmtime is missing; run 'make wasmtime'" >&2; exit 1; }
 [ -f "$component" ] || { echo "error: $component is missing; run 'make worker'" >&2; exit 1; }
-echo "==> wasmtime serve $component on http://$listen; Ctrl-C stops it"
+
+case "${INSTANCES:-reuse}" in
+  reuse) instances=(--max-instance-reuse-count 1000000 --idle-instance-timeout 600s) ;;
+  fresh) instances=() ;;
+  *) echo "error: INSTANCES is reuse or fresh, not '$INSTANCES'" >&2; exit 1 ;;
+esac
+
+case "$front" in
+  "")
+    echo "==> wasmtime serve $component on http://$listen (instances: ${INSTANCES:-reuse}); Ctrl-C stops it"
+    echo "    warning: wasmtime serve has no header or idle timeout: a client that stalls mid-head holds one"
+    echo "    of its 1,000 connection slots for as long as it likes. Loopback only; FRONT=envoy to face clients."
+    # shellcheck disable=SC2086 # WASMTIME_ARGS is a list of options
+    exec "$wasmtime" serve --addr "$listen" "${instances[@]}" ${WASMTIME_ARGS:-} "$component"
+    ;;
+  envoy) ;;
+  *) echo "error: FRONT is envoy or unset, not '$front'" >&2; exit 1 ;;
+esac
+
+[ -x "$envoy" ] || { echo "error: $envoy is missing; run 'make envoy'" >&2; exit 1; }
+mkdir -p target/wasi-http
+config=target/wasi-http/front.yaml
+node deploy/wasi-http/front.mjs --listen "$listen" --backend "$backend" --out "$config"
+echo "==> Envoy on http://$listen ($config: header timeout 10 s, idle timeout 60 s)"
+echo "    in front of wasmtime serve $component on http://$backend (instances: ${INSTANCES:-reuse}); Ctrl-C stops both"
 # shellcheck disable=SC2086 # WASMTIME_ARGS is a list of options
-exec "$wasmtime" serve --addr "$listen" ${WASMTIME_ARGS:-} "$component"
+"$wasmtime" serve --addr "$backend" "${instances[@]}" ${WASMTIME_ARGS:-} "$component" &
+serve=$!
+"$envoy" --config-path "$config" --disable-hot-restart --log-level warn &
+proxy=$!
+trap 'kill "$serve" "$proxy" 2>/dev/null || true' EXIT INT TERM
+# Whichever stops first stops the other.
+wait -n "$serve" "$proxy" || true

@@ -2,8 +2,10 @@
 //! "Forward"): the client's method to the plan's origin and path, with the
 //! client's fields less the plan's drops plus its sets, the client's body
 //! streamed; the upstream's status, fields (with the plan's response edits)
-//! and body streamed back. The runtime frames both bodies and sets `Host`
-//! from the authority. A failure before the upstream's response is one of
+//! and body streamed back. The runtime frames both bodies as the component
+//! hands them ([`crate::framing`]: none, chunked, or the client's
+//! `Content-Length` with exactly that many bytes) and sets `Host` from the
+//! authority. A failure before the upstream's response is one of
 //! the answers a host makes itself (`ABI.md`, "Answers the host makes
 //! itself"); after it has begun, the client's response is cut short.
 
@@ -20,6 +22,7 @@ use crate::bindings::wasi::http::types::{
 };
 use crate::bindings::wasi::io::poll;
 use crate::bindings::wasi::io::streams::{InputStream, StreamError};
+use crate::framing::Body;
 use crate::overrides::Overrides;
 use crate::plan::{self, Field};
 use crate::respond::{CHUNK, host_answer, log, write_all};
@@ -47,6 +50,8 @@ pub(crate) struct ClientRequest {
     pub stream: InputStream,
     /// Bytes already read from the stream (to see whether content follows).
     pub first: Option<Vec<u8>>,
+    /// How the body is sent.
+    pub framing: Body,
 }
 
 /// Why a body could not be streamed through.
@@ -55,20 +60,27 @@ enum Failure {
     Stalled,
     /// A stream failed (the client or the upstream went away).
     Broken,
+    /// The body's length is not its `Content-Length`: it came chunked
+    /// beside it.
+    Contradicted,
 }
 
 /// Sends `forward`'s request upstream and the upstream's response back.
+/// When the client's body turns out longer or shorter than its
+/// `Content-Length`, the upstream request is abandoned before its last byte
+/// (it never receives a complete request) and `response_out` is handed back
+/// unanswered, for the module's answer to the framing the client used.
 pub(crate) fn forward(
     response_out: ResponseOutparam,
     forward: &Forward<'_>,
     client: ClientRequest,
     overrides: &Overrides,
-) {
-    let ClientRequest { method, fields, body, stream, first } = client;
+) -> Result<(), ResponseOutparam> {
+    let ClientRequest { method, fields, body, stream, first, framing } = client;
     let (https, authority) = plan::split_origin(overrides.origin(forward.origin));
     let Ok(headers) = Fields::from_list(&plan::request_fields(fields, forward)) else {
         log("gateway: the runtime refused the forward's fields");
-        return host_answer(response_out, HostAnswer::ModuleFailed);
+        return answered(response_out, HostAnswer::ModuleFailed);
     };
     let request = OutgoingRequest::new(headers);
     let scheme = if https { Scheme::Https } else { Scheme::Http };
@@ -77,30 +89,55 @@ pub(crate) fn forward(
         .and(request.set_scheme(Some(&scheme)))
         .and(request.set_authority(Some(authority)))
         .and(request.set_path_with_query(Some(forward.path)));
-    let (Ok(()), Ok(outgoing)) = (set, request.body()) else {
+    // A request without a body gets none: its body is never taken, so the
+    // runtime sends it without a framing field of its own.
+    let outgoing = match framing {
+        Body::None => Ok(None),
+        Body::Chunked | Body::Length(_) => request.body().map(Some),
+    };
+    let (Ok(()), Ok(outgoing)) = (set, outgoing) else {
         log("gateway: the runtime refused the forward's request line");
-        return host_answer(response_out, HostAnswer::ModuleFailed);
+        return answered(response_out, HostAnswer::ModuleFailed);
     };
     let future =
         match outgoing_handler::handle(request, Some(options(CONNECT_TIMEOUT_NS, RESPONSE_TIMEOUT_NS))) {
             Ok(future) => future,
-            Err(code) => return host_answer(response_out, upstream_failure(&code)),
+            Err(code) => return answered(response_out, upstream_failure(&code)),
         };
-    let sent = send_body(first, &stream, &outgoing);
+    let sent = match (&outgoing, framing) {
+        (Some(to), Body::Length(length)) => send_exact(length, &stream, to),
+        (Some(to), _) => send_body(first, &stream, to),
+        (None, _) => Ok(()),
+    };
     drop(stream);
     drop(body);
     match sent {
         Ok(()) => {
             // The upstream's answer says what became of a request it got incomplete.
-            let _ = OutgoingBody::finish(outgoing, None);
+            if let Some(outgoing) = outgoing {
+                let _ = OutgoingBody::finish(outgoing, None);
+            }
         }
-        Err(Failure::Stalled) => return host_answer(response_out, HostAnswer::BodyTimedOut),
+        Err(Failure::Stalled) => return answered(response_out, HostAnswer::BodyTimedOut),
+        // Dropped unfinished, the body is aborted, and the request with it.
+        Err(Failure::Contradicted) => {
+            drop(outgoing);
+            drop(future);
+            return Err(response_out);
+        }
         Err(Failure::Broken) => drop(outgoing),
     }
     match response(&future) {
         Ok(upstream) => relay(response_out, forward, upstream),
         Err(code) => host_answer(response_out, upstream_failure(&code)),
     }
+    Ok(())
+}
+
+/// Sends one of the answers a host makes itself: the forward is over.
+fn answered(response_out: ResponseOutparam, answer: HostAnswer) -> Result<(), ResponseOutparam> {
+    host_answer(response_out, answer);
+    Ok(())
 }
 
 /// The first bytes of a body, read before the decision: empty when it ends
@@ -152,6 +189,48 @@ fn send_body(first: Option<Vec<u8>>, from: &InputStream, to: &OutgoingBody) -> R
             Err(StreamError::Closed) => return to.blocking_flush().map_err(|_| Failure::Broken),
             Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
         }
+    }
+}
+
+/// Streams a body of `length` bytes: all but its last byte as they come,
+/// the last only once the client's body has ended at exactly `length`
+/// bytes, so that a body longer or shorter than its `Content-Length` never
+/// gives the upstream a complete request. Each wait for the client is
+/// bounded.
+fn send_exact(length: u64, from: &InputStream, to: &OutgoingBody) -> Result<(), Failure> {
+    let to = to.write().map_err(|()| Failure::Broken)?;
+    let mut sent = 0;
+    while sent + 1 < length {
+        if !readable_in_time(from) {
+            return Err(Failure::Stalled);
+        }
+        match to.blocking_splice(from, CHUNK.min(length - 1 - sent)) {
+            Ok(moved) => sent += moved,
+            Err(StreamError::Closed) => return Err(Failure::Contradicted),
+            Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
+        }
+    }
+    // The last byte, and one more if the body has it.
+    let mut rest = Vec::new();
+    loop {
+        if !readable_in_time(from) {
+            return Err(Failure::Stalled);
+        }
+        match from.read(length - sent + 1 - rest.len() as u64) {
+            Ok(bytes) => rest.extend_from_slice(&bytes),
+            Err(StreamError::Closed) => break,
+            Err(StreamError::LastOperationFailed(_)) => return Err(Failure::Broken),
+        }
+        if sent + rest.len() as u64 > length {
+            return Err(Failure::Contradicted);
+        }
+    }
+    if sent + rest.len() as u64 != length {
+        return Err(Failure::Contradicted);
+    }
+    match write_all(&to, &rest) && to.blocking_flush().is_ok() {
+        true => Ok(()),
+        false => Err(Failure::Broken),
     }
 }
 

@@ -4,7 +4,9 @@
 //! module's document buffer, the whole exchange within the source's
 //! `timeout_ms` (the runtime's timeouts for connecting and for each wait,
 //! and a deadline of its own for the whole). The component reads no
-//! document: the core does.
+//! document: the core does. A [`Fetch`] is waited for (a request that
+//! needs the keys) or looked at without waiting (a refresh, moved on by
+//! the requests that follow).
 
 use alloc::borrow::ToOwned;
 use alloc::string::String;
@@ -13,10 +15,10 @@ use alloc::vec::Vec;
 use crate::bindings::wasi::clocks::monotonic_clock;
 use crate::bindings::wasi::http::outgoing_handler;
 use crate::bindings::wasi::http::types::{
-    ErrorCode, Fields, IncomingBody, OutgoingBody, OutgoingRequest, Scheme,
+    ErrorCode, Fields, FutureIncomingResponse, IncomingBody, IncomingResponse, OutgoingRequest, Scheme,
 };
 use crate::bindings::wasi::io::poll::{self, Pollable};
-use crate::bindings::wasi::io::streams::StreamError;
+use crate::bindings::wasi::io::streams::{InputStream, StreamError};
 
 /// Why a fetch failed before the module read the document.
 #[derive(Debug)]
@@ -55,64 +57,156 @@ pub struct Document {
     pub cache_control: Vec<u8>,
 }
 
-/// Fetches `url` within `timeout_ms`, reading at most `capacity` bytes.
-pub fn get(url: &str, timeout_ms: u32, capacity: usize) -> Result<Document, Failure> {
-    let timeout_ns = u64::from(timeout_ms) * 1_000_000;
-    let deadline = monotonic_clock::now().saturating_add(timeout_ns);
-    let (https, authority, path) = crate::plan::split_url(url).ok_or(Failure::NotUrl)?;
-    let accept = [("accept".to_owned(), b"application/json".to_vec())];
-    let headers = Fields::from_list(&accept).map_err(|_| Failure::NotUrl)?;
-    let request = OutgoingRequest::new(headers);
-    let scheme = if https { Scheme::Https } else { Scheme::Http };
-    let set = request
-        .set_scheme(Some(&scheme))
-        .and(request.set_authority(Some(authority)))
-        .and(request.set_path_with_query(Some(path)));
-    let (Ok(()), Ok(body)) = (set, request.body()) else { return Err(Failure::NotUrl) };
-    let options = crate::exchange::options(timeout_ns, timeout_ns);
-    let future = outgoing_handler::handle(request, Some(options)).map_err(failed)?;
-    OutgoingBody::finish(body, None).map_err(failed)?;
-    wait(&future.subscribe(), deadline)?;
-    let response = crate::exchange::response(&future).map_err(failed)?;
-    let status = response.status();
-    if status != 200 {
-        return Err(Failure::Status(status));
-    }
-    let fields = response.headers().entries();
-    let length = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length"));
-    let length = length.and_then(|(_, v)| core::str::from_utf8(v).ok()?.parse::<u64>().ok());
-    if length.is_some_and(|len| len > capacity as u64) {
-        return Err(Failure::TooLarge(capacity));
-    }
-    let cache_control = fields
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("cache-control"))
-        .map(|(_, v)| v.as_slice())
-        .collect::<Vec<_>>()
-        .join(b", ".as_slice());
-    let body = response.consume().map_err(|()| Failure::Failed(ErrorCode::HttpProtocolError))?;
-    let bytes = read_capped(&body, capacity, deadline)?;
-    Ok(Document { bytes, cache_control })
+/// A fetch under way: its response awaited, then its body read, by a
+/// deadline. The runtime carries the exchange on between the component's
+/// calls (its own tasks), so a fetch started after one response can be
+/// read on the next request, in an instance the runtime reuses, without
+/// that request waiting for it.
+pub struct Fetch {
+    /// The monotonic clock's deadline of the whole exchange.
+    deadline: u64,
+    /// The most bytes the body may have.
+    capacity: usize,
+    stage: Stage,
 }
 
-/// Reads `body` to its end, at most `capacity` bytes, by `deadline`.
-fn read_capped(body: &IncomingBody, capacity: usize, deadline: u64) -> Result<Vec<u8>, Failure> {
-    let stream = body.stream().map_err(|()| Failure::Failed(ErrorCode::HttpProtocolError))?;
-    let mut bytes = Vec::new();
-    loop {
-        wait(&stream.subscribe(), deadline)?;
-        // One byte past the capacity is enough to know the body is too long.
-        let want = (capacity + 1 - bytes.len()) as u64;
-        match stream.read(want) {
-            Ok(chunk) => bytes.extend_from_slice(&chunk),
-            Err(StreamError::Closed) => return Ok(bytes),
-            Err(StreamError::LastOperationFailed(_)) => {
-                return Err(Failure::Failed(ErrorCode::HttpResponseIncomplete));
+/// Where a fetch is.
+enum Stage {
+    /// The response is awaited.
+    Waiting(FutureIncomingResponse),
+    /// The body is read.
+    Reading(Reading),
+    /// Ended (its outcome handed out).
+    Over,
+}
+
+/// A response whose body is read. Fields drop in their order: the stream
+/// before its body, the body before its response.
+struct Reading {
+    stream: InputStream,
+    _body: IncomingBody,
+    _response: IncomingResponse,
+    _future: FutureIncomingResponse,
+    bytes: Vec<u8>,
+    cache_control: Vec<u8>,
+}
+
+impl Fetch {
+    /// Sends `GET url`, to be complete within `timeout_ms`, its body at
+    /// most `capacity` bytes.
+    pub fn start(url: &str, timeout_ms: u32, capacity: usize) -> Result<Fetch, Failure> {
+        let timeout_ns = u64::from(timeout_ms) * 1_000_000;
+        let deadline = monotonic_clock::now().saturating_add(timeout_ns);
+        let (https, authority, path) = crate::plan::split_url(url).ok_or(Failure::NotUrl)?;
+        let accept = [("accept".to_owned(), b"application/json".to_vec())];
+        let headers = Fields::from_list(&accept).map_err(|_| Failure::NotUrl)?;
+        let request = OutgoingRequest::new(headers);
+        let scheme = if https { Scheme::Https } else { Scheme::Http };
+        let set = request
+            .set_scheme(Some(&scheme))
+            .and(request.set_authority(Some(authority)))
+            .and(request.set_path_with_query(Some(path)));
+        if set.is_err() {
+            return Err(Failure::NotUrl);
+        }
+        // No body: the request is complete as it is sent.
+        let options = crate::exchange::options(timeout_ns, timeout_ns);
+        let future = outgoing_handler::handle(request, Some(options)).map_err(failed)?;
+        Ok(Fetch { deadline, capacity, stage: Stage::Waiting(future) })
+    }
+
+    /// Moves the fetch on: with `wait`, until it ends (by its deadline);
+    /// without, as far as it can now. `None` while it is under way.
+    pub fn advance(&mut self, wait: bool) -> Option<Result<Document, Failure>> {
+        loop {
+            match core::mem::replace(&mut self.stage, Stage::Over) {
+                Stage::Waiting(future) => {
+                    let ready = future.subscribe();
+                    let arrived = match wait {
+                        true => self.wait(&ready),
+                        false => ready.ready(),
+                    };
+                    drop(ready);
+                    if !arrived {
+                        self.stage = Stage::Waiting(future);
+                        return self.under_way();
+                    }
+                    match self.open(future) {
+                        Ok(reading) => self.stage = Stage::Reading(reading),
+                        Err(failure) => return Some(Err(failure)),
+                    }
+                }
+                Stage::Reading(mut reading) => {
+                    if wait && !self.wait(&reading.stream.subscribe()) {
+                        return Some(Err(Failure::TimedOut));
+                    }
+                    // One byte past the capacity is enough to know the body is too long.
+                    let want = (self.capacity + 1 - reading.bytes.len()) as u64;
+                    match reading.stream.read(want) {
+                        Ok(chunk) if chunk.is_empty() && !wait => {
+                            self.stage = Stage::Reading(reading);
+                            return self.under_way();
+                        }
+                        Ok(chunk) => reading.bytes.extend_from_slice(&chunk),
+                        Err(StreamError::Closed) => {
+                            let Reading { bytes, cache_control, .. } = reading;
+                            return Some(Ok(Document { bytes, cache_control }));
+                        }
+                        Err(StreamError::LastOperationFailed(_)) => {
+                            return Some(Err(Failure::Failed(ErrorCode::HttpResponseIncomplete)));
+                        }
+                    }
+                    if reading.bytes.len() > self.capacity {
+                        return Some(Err(Failure::TooLarge(self.capacity)));
+                    }
+                    self.stage = Stage::Reading(reading);
+                }
+                Stage::Over => return Some(Err(Failure::TimedOut)),
             }
         }
-        if bytes.len() > capacity {
-            return Err(Failure::TooLarge(capacity));
+    }
+
+    /// `None` (under way) before the deadline, a timeout after it.
+    fn under_way(&self) -> Option<Result<Document, Failure>> {
+        (monotonic_clock::now() >= self.deadline).then_some(Err(Failure::TimedOut))
+    }
+
+    /// Waits until `ready` is, or the deadline passes: whether it is.
+    fn wait(&self, ready: &Pollable) -> bool {
+        let timer = monotonic_clock::subscribe_instant(self.deadline);
+        poll::poll(&[ready, &timer]).contains(&0)
+    }
+
+    /// The response that arrived, checked (status 200, a length within the
+    /// capacity) and its body opened.
+    fn open(&self, future: FutureIncomingResponse) -> Result<Reading, Failure> {
+        let response = crate::exchange::response(&future).map_err(failed)?;
+        let status = response.status();
+        if status != 200 {
+            return Err(Failure::Status(status));
         }
+        let fields = response.headers().entries();
+        let length = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case("content-length"));
+        let length = length.and_then(|(_, v)| core::str::from_utf8(v).ok()?.parse::<u64>().ok());
+        if length.is_some_and(|len| len > self.capacity as u64) {
+            return Err(Failure::TooLarge(self.capacity));
+        }
+        let cache_control = fields
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("cache-control"))
+            .map(|(_, v)| v.as_slice())
+            .collect::<Vec<_>>()
+            .join(b", ".as_slice());
+        let body = response.consume().map_err(|()| Failure::Failed(ErrorCode::HttpProtocolError))?;
+        let stream = body.stream().map_err(|()| Failure::Failed(ErrorCode::HttpProtocolError))?;
+        Ok(Reading {
+            stream,
+            _body: body,
+            _response: response,
+            _future: future,
+            bytes: Vec::new(),
+            cache_control,
+        })
     }
 }
 
@@ -136,14 +230,5 @@ fn describe(code: &ErrorCode) -> String {
             "connection reset before the whole response".into()
         }
         code => alloc::format!("{code:?}"),
-    }
-}
-
-/// Waits until `ready` is, or fails at `deadline` (monotonic nanoseconds).
-fn wait(ready: &Pollable, deadline: u64) -> Result<(), Failure> {
-    let timer = monotonic_clock::subscribe_instant(deadline);
-    match poll::poll(&[ready, &timer]).contains(&0) {
-        true => Ok(()),
-        false => Err(Failure::TimedOut),
     }
 }

@@ -3,7 +3,10 @@
 //! the contract's decoder, and carried out: a direct answer as an
 //! `outgoing-response` with exactly its status, fields and body, or a
 //! forward ([`crate::exchange`]). Every failure of the component's own
-//! answers 500 (`gateway module failed`) and the request goes nowhere.
+//! answers 500 (`gateway module failed`) and the request goes nowhere. A
+//! body found to have come chunked beside its `Content-Length` (it is
+//! longer or shorter than the field says) is answered with the module's
+//! answer to a head carrying both ([`crate::framing`]).
 
 #[cfg(runtime_keys)]
 use contract::Answer;
@@ -14,6 +17,7 @@ use worker::abi::{Instance, compiled_config};
 use crate::bindings::Component;
 use crate::bindings::exports::wasi::http::incoming_handler::Guest;
 use crate::bindings::wasi::http::types::{IncomingRequest, Method, ResponseOutparam, Scheme};
+use crate::framing;
 use crate::input::{self, RequestLine};
 #[cfg(runtime_keys)]
 use crate::overrides::Overrides;
@@ -39,28 +43,33 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     // A request's body can be taken once, and it always can be here.
     let Ok(body) = request.consume() else { return host_answer(response_out, HostAnswer::ModuleFailed) };
     let Ok(stream) = body.stream() else { return host_answer(response_out, HostAnswer::ModuleFailed) };
-    // A body without Content-Length: its first bytes say whether content
-    // follows (an empty body ends at once), and they are forwarded first.
-    let framed = fields.iter().any(|(name, _)| name.eq_ignore_ascii_case("content-length"));
-    let first = match framed {
-        true => None,
-        false => match crate::exchange::first_bytes(&stream) {
+    // Without a length that says content follows, the body's first bytes
+    // say whether it does (an empty body ends at once); they are forwarded
+    // first.
+    let length = framing::content_length(&fields);
+    let first = match framing::reads_ahead(length) {
+        false => None,
+        true => match crate::exchange::first_bytes(&stream) {
             Ok(first) => first,
             Err(answer) => return host_answer(response_out, answer),
         },
     };
+    let (framing, chunked) = framing::body(length, first.as_ref().is_some_and(|bytes| !bytes.is_empty()));
     let head = matches!(method, Method::Head);
     let State { instance, overrides, .. } = state;
     if let Err(why) = overrides.load(instance) {
         log(&why);
         return host_answer(response_out, HostAnswer::ModuleFailed);
     }
+    // Key fetches under way move on, without waiting for them.
+    #[cfg(runtime_keys)]
+    state.keys.advance(instance, overrides);
     let line = RequestLine {
         scheme,
         method: input::method_name(&method),
         path_with_query: path_with_query.as_deref(),
         authority: authority.as_deref(),
-        content_follows: first.as_ref().is_some_and(|bytes| !bytes.is_empty()),
+        chunked,
     };
     let len = input::write_input(&line, &fields, instance.input_mut());
     #[cfg(runtime_keys)]
@@ -70,18 +79,38 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     match decision {
         Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
         Ok(Decision::Forward(forward)) => {
-            let client = crate::exchange::ClientRequest { method, fields, body, stream, first };
-            crate::exchange::forward(response_out, &forward, client, overrides);
+            // Kept to write the head again, should the body contradict its length.
+            let kept = matches!(framing, framing::Body::Length(_)).then(|| fields.clone());
+            let method = method.clone();
+            let client = crate::exchange::ClientRequest { method, fields, body, stream, first, framing };
+            if let Err(response_out) = crate::exchange::forward(response_out, &forward, client, overrides) {
+                let line = RequestLine { chunked: true, ..line };
+                let len = input::write_input(&line, &kept.unwrap_or_default(), instance.input_mut());
+                answer_framing(instance, len, response_out, head);
+            }
         }
         Err(e) => {
             log(&["gateway: the decision cannot be read: ", e.describe()].concat());
             host_answer(response_out, HostAnswer::ModuleFailed);
         }
     }
-    // With the response sent, the key refreshes that are due (in an
-    // instance the runtime reuses).
+    // With the response sent, the key refreshes that are due start (in an
+    // instance the runtime reuses); the next request does not wait for them.
     #[cfg(runtime_keys)]
     state.keys.refresh_due(&mut state.instance, &state.overrides);
+}
+
+/// Answers a request whose body came chunked beside its `Content-Length`
+/// with the module's answer to the head that carries both (a refusal); a
+/// forward of it, which the contract rules out, is not carried out.
+fn answer_framing(instance: &mut Instance, len: usize, response_out: ResponseOutparam, head: bool) {
+    match decide_once(instance, len) {
+        Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
+        _ => {
+            log("gateway: the module did not refuse a body framed two ways; refused");
+            host_answer(response_out, HostAnswer::ModuleFailed);
+        }
+    }
 }
 
 /// Runs the core on the first `len` bytes of the input buffer at the wall

@@ -13,9 +13,12 @@
 //!   `Host`, `Transfer-Encoding`, `Connection`, `Keep-Alive`, `Upgrade`,
 //!   `Proxy-Authorization`, `Proxy-Authenticate`, `Proxy-Connection`,
 //!   `HTTP2-Settings`): `Host` is written from the request's authority, and
-//!   a body that came without `Content-Length` as the chunked framing that
+//!   a body that came chunked as the `Transfer-Encoding: chunked` that
 //!   carried it (as the Envoy filter does), so the module judges the framing
-//!   the client used.
+//!   the client used. The runtime's HTTP stack (hyper) keeps a
+//!   `Content-Length` sent before `Transfer-Encoding: chunked` and reads the
+//!   chunks; such a body is found out when its length contradicts the field,
+//!   and the head is then written with both, which the module refuses.
 
 pub use contract::Scheme;
 
@@ -30,8 +33,10 @@ pub struct RequestLine<'a> {
     pub path_with_query: Option<&'a str>,
     /// The authority: the absolute-form target's, or the first `Host`.
     pub authority: Option<&'a str>,
-    /// Whether content follows the head (its first bytes arrived).
-    pub content_follows: bool,
+    /// Whether the body came chunked: content that followed without
+    /// `Content-Length`, or a body whose length contradicted its
+    /// `Content-Length` (then both are written, and the module refuses them).
+    pub chunked: bool,
 }
 
 /// The context line after its scheme: no peer address (`contract::context`
@@ -41,8 +46,8 @@ const UNKNOWN_PEER: &[u8] = b" unknown\n";
 
 /// Writes the module's input into `out`: the context line (peer
 /// `unknown`), an HTTP/1.1 request line, `Host` from the authority, every
-/// field in the runtime's order, and `transfer-encoding: chunked` for
-/// content without `Content-Length`. A request with neither path nor
+/// field in the runtime's order, and `transfer-encoding: chunked` for a
+/// body that came chunked. A request with neither path nor
 /// authority gets an empty target, which the module refuses.
 ///
 /// Returns the input's length. An input longer than `out` is not written at
@@ -53,9 +58,7 @@ pub fn write_input<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     out: &mut [u8],
 ) -> usize {
     let target = line.path_with_query.or(line.authority).unwrap_or("");
-    let framed = fields.iter().any(|(name, _)| name.as_ref().eq_ignore_ascii_case(b"content-length"));
-    let chunked: &[u8] =
-        if line.content_follows && !framed { b"transfer-encoding: chunked\r\n" } else { b"" };
+    let chunked: &[u8] = if line.chunked { b"transfer-encoding: chunked\r\n" } else { b"" };
     let host = line.authority.map(str::as_bytes);
     let parts = [
         line.scheme.as_str().as_bytes(),
@@ -120,7 +123,7 @@ mod tests {
         method: "GET",
         path_with_query: Some("/a?b=1"),
         authority: Some("gw.test"),
-        content_follows: false,
+        chunked: false,
     };
 
     #[test]
@@ -142,20 +145,27 @@ mod tests {
         }
     }
 
-    /// Content without its length is written as the chunked framing the
-    /// runtime took off the fields; content with a length as it is.
+    /// A chunked body is written as the framing the runtime took off the
+    /// fields; content with a length as it is; a body that came chunked
+    /// beside a `Content-Length` with both, which the module refuses.
     #[test]
-    fn content_without_its_length_is_written_as_chunked() {
-        let post = RequestLine { method: "POST", content_follows: true, ..GET };
+    fn a_chunked_body_is_written_as_chunked() {
+        let post = RequestLine { method: "POST", chunked: true, ..GET };
         assert_eq!(
             input(&post, &[]),
             "http unknown\nPOST /a?b=1 HTTP/1.1\r\nHost: gw.test\r\ntransfer-encoding: chunked\r\n\r\n"
         );
+        let with_length = RequestLine { method: "POST", ..GET };
         assert_eq!(
-            input(&post, &[("Content-Length", "5")]),
+            input(&with_length, &[("Content-Length", "5")]),
             "http unknown\nPOST /a?b=1 HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 5\r\n\r\n"
         );
-        let get_with_content = RequestLine { content_follows: true, ..GET };
+        assert_eq!(
+            input(&post, &[("content-length", "4")]),
+            "http unknown\nPOST /a?b=1 HTTP/1.1\r\nHost: gw.test\r\ncontent-length: 4\r\n\
+             transfer-encoding: chunked\r\n\r\n"
+        );
+        let get_with_content = RequestLine { chunked: true, ..GET };
         assert!(input(&get_with_content, &[]).contains("\r\ntransfer-encoding: chunked\r\n"));
     }
 

@@ -10,6 +10,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`input`] | the context line and the request head, from the request's parts into the core's input buffer |
+//! | [`framing`] | the request body's framing as wasi:http shows it, and how a forward frames it |
 //! | [`plan`] | a forward's fields: the upstream request's and the upstream response's |
 //! | `handler` (wasm32) | the export: a request decided, an answer sent, a forward handed to `exchange` |
 //! | `respond` (wasm32) | what the component sends of its own: the core's answers, the host's own answers, log lines |
@@ -27,6 +28,7 @@
 
 extern crate alloc;
 
+pub mod framing;
 pub mod input;
 pub mod plan;
 
