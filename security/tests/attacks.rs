@@ -692,6 +692,30 @@ fn corpus() -> Vec<Case> {
         Reject(MissingExpiry),
     );
     add("exp null", timed("null", ""), Reject(MissingExpiry));
+    // A token bound to its sender's key (`cnf`, RFC 7800: DPoP's `jkt`, a
+    // client certificate's `x5t#S256`) is never taken as a bearer token.
+    let bound = |cnf: &str| {
+        bearer(&with_claims(&format!(r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"cnf":{cnf}}}"#)))
+    };
+    add(
+        "DPoP-bound token as a bearer token",
+        bound(r#"{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}"#),
+        Reject(BoundToken),
+    );
+    add(
+        "certificate-bound token as a bearer token",
+        bound(r#"{"x5t#S256":"bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}"#),
+        Reject(BoundToken),
+    );
+    add(
+        "bound token, cnf name escaped",
+        bearer(&with_claims(&format!(
+            r#"{{"iss":"{ISS}","aud":"orders","exp":{exp_at},"\u0063nf":{{"jkt":"x"}}}}"#
+        ))),
+        Reject(BoundToken),
+    );
+    add("bound token, an empty cnf", bound("{}"), Reject(BoundToken));
+    add("cnf null is no binding", bound("null"), Forward("orders", ""));
     add("exp 31 s ago (beyond leeway)", timed(&(now - 31).to_string(), ""), Reject(Expired));
     // RFC 7519 section 4.1.4: valid only before exp (+ leeway), so a token
     // is expired from that second on.
@@ -1238,6 +1262,7 @@ fn the_corpus_covers_every_rejection_the_request_path_can_give() {
                     | PreflightWithBody
                     | PathReadsAnotherRule
                     | MethodReadsAnotherRule
+                    | WhitespaceAtSegmentEdge
             )
         })
         // Keys fetched at run time need a module that fetches them: the
