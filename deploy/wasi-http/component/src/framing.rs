@@ -21,7 +21,9 @@ pub fn content_length<N: AsRef<[u8]>, V: AsRef<[u8]>>(fields: &[(N, V)]) -> Opti
     let (_, value) = fields.iter().find(|(name, _)| name.as_ref().eq_ignore_ascii_case(b"content-length"))?;
     let value = value.as_ref();
     let decimal = !value.is_empty() && value.iter().all(u8::is_ascii_digit);
-    Some(decimal.then(|| core::str::from_utf8(value).ok()?.parse().ok()).flatten())
+    // Digit by digit: `str::parse` would link the formatting of its errors.
+    let number = || value.iter().try_fold(0u64, |n, &d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')));
+    Some(decimal.then(number).flatten())
 }
 
 /// Whether the body's first bytes are read before the decision: when no

@@ -79,13 +79,10 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     match decision {
         Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
         Ok(Decision::Forward(forward)) => {
-            // Kept to write the head again, should the body contradict its length.
-            let kept = matches!(framing, framing::Body::Length(_)).then(|| fields.clone());
-            let method = method.clone();
             let client = crate::exchange::ClientRequest { method, fields, body, stream, first, framing };
             if let Err(response_out) = crate::exchange::forward(response_out, &forward, client, overrides) {
-                let line = RequestLine { chunked: true, ..line };
-                let len = input::write_input(&line, &kept.unwrap_or_default(), instance.input_mut());
+                // The head is still in the input buffer: it gets the chunked framing too.
+                let len = input::add_chunked(instance.input_mut(), len);
                 answer_framing(instance, len, response_out, head);
             }
         }

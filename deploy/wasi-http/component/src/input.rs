@@ -90,6 +90,20 @@ pub fn write_input<N: AsRef<[u8]>, V: AsRef<[u8]>>(
     len
 }
 
+/// Adds `transfer-encoding: chunked` to the head of `len` bytes that
+/// [`write_input`] wrote into `out` (before its blank line), for a body
+/// found to have come chunked beside its `Content-Length`. Returns the new
+/// length; one longer than `out` is not written (as [`write_input`]).
+pub fn add_chunked(out: &mut [u8], len: usize) -> usize {
+    const FIELD: &[u8] = b"transfer-encoding: chunked\r\n\r\n";
+    let at = len.saturating_sub(2);
+    let new_len = at + FIELD.len();
+    if let Some(tail) = out.get_mut(at..new_len) {
+        tail.copy_from_slice(FIELD);
+    }
+    new_len
+}
+
 /// The method as the request line spells it.
 #[cfg(target_arch = "wasm32")]
 pub fn method_name(method: &crate::bindings::wasi::http::types::Method) -> &str {
@@ -167,6 +181,23 @@ mod tests {
         );
         let get_with_content = RequestLine { chunked: true, ..GET };
         assert!(input(&get_with_content, &[]).contains("\r\ntransfer-encoding: chunked\r\n"));
+    }
+
+    #[test]
+    fn chunked_is_added_to_a_written_head_as_if_written_with_it() {
+        let fields = [("content-length", "4")];
+        let post = RequestLine { method: "POST", ..GET };
+        let mut out = [0u8; 512];
+        let len = write_input(&post, &fields, &mut out);
+        let len = add_chunked(&mut out, len);
+        assert_eq!(&out[..len], input(&RequestLine { chunked: true, ..post }, &fields).as_bytes());
+        // No room: measured, not written.
+        let mut small = [0u8; 80];
+        let written = write_input(&post, &fields, &mut small);
+        assert!(written <= small.len());
+        let before = small;
+        assert_eq!(add_chunked(&mut small, written), written + 28);
+        assert_eq!(small, before);
     }
 
     #[test]
