@@ -187,7 +187,7 @@ describe("upstream readings: no spelling of a protected request reaches its hand
 /**
  * With credentials that meet each rule the canonical request reaches its
  * marker on `server`; the public paths and a token path answer from it;
- * the deny rule holds even for a token that meets every other rule.
+ * each deny rule holds even for a token that meets every other rule.
  */
 async function positiveControls(port, server) {
   const check = async (what, bytes, expectMarker, expectStatus = 200) => {
@@ -206,7 +206,10 @@ async function positiveControls(port, server) {
   await check("GET /docs/intro, public", requestBytes("GET", "/docs/intro"), null);
   await check("GET /orders/5 with a valid token", requestBytes("GET", "/orders/5", [`Authorization: Bearer ${WEAK}`]), null);
   const all = token({ sub: "root", roles: ["admin"], tenant: "acme", scope: "orders:write reports:read" });
-  await check("GET /internal/metrics with a token that meets every other rule", requestBytes("GET", "/internal/metrics", [`Authorization: Bearer ${all}`]), null, 404);
+  for (const p of PROTECTED.filter((p) => p.deny)) {
+    const target = `/${p.segments.join("/")}`;
+    await check(`${p.method} ${target} with a token that meets every other rule`, requestBytes(p.method, target, [`Authorization: Bearer ${all}`]), null, p.deny);
+  }
 }
 
 /**

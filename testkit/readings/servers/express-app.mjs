@@ -2,7 +2,9 @@
 // written: the default router (case-insensitive, non-strict trailing
 // slash), method-override for HTML forms and clients behind proxies that
 // only send POST (the header, `_method` in the query, `_method` in a form
-// body: the README's recipes), metrics middleware mounted with app.use.
+// body: the README's recipes), metrics middleware mounted with app.use,
+// the drafts handler (every method, `app.all`) before the documentation's
+// wildcard, which would answer it first.
 // Each protected resource answers its marker.
 //
 //   node express-app.mjs   prints "listening 127.0.0.1:PORT", exits after LIFETIME_SECS (default 600)
@@ -34,6 +36,7 @@ app.use(
 );
 
 app.get("/healthz", (req, res) => res.type("text").send("ok\n"));
+app.all("/docs/drafts", marker("docs-drafts"));
 app.get("/docs/*", (req, res) => res.type("text").send("docs\n"));
 app.use("/internal/metrics", marker("internal-metrics"));
 app.get("/admin/users", marker("admin-users"));

@@ -6,7 +6,8 @@
 // slash, and answers HEAD with the GET route. The same handlers as the
 // Express app: each protected resource answers its marker; the metrics
 // handler takes every method and every path below it, as `app.use` mounts
-// it in Express.
+// it in Express; the drafts handler every method on its one path
+// (`app.all`), before the documentation's wildcard.
 //
 //   node fastify-app.mjs   prints "listening 127.0.0.1:PORT", exits after LIFETIME_SECS (default 600)
 import http from "node:http";
@@ -29,6 +30,7 @@ const text = (body) => (request, reply) => {
 };
 
 app.get("/healthz", text("ok\n"));
+app.all("/docs/drafts", marker("docs-drafts"));
 app.get("/docs/*", text("docs\n"));
 app.all("/internal/metrics", marker("internal-metrics"));
 app.all("/internal/metrics/*", marker("internal-metrics"));

@@ -31,6 +31,11 @@ def healthz():
     return Response("ok\n", mimetype="text/plain")
 
 
+@app.get("/docs/drafts")
+def docs_drafts():
+    return marker("docs-drafts")
+
+
 @app.get("/docs/<path:page>")
 def docs(page):
     return Response("docs\n", mimetype="text/plain")

@@ -9,7 +9,9 @@
 // is normalized as fetch's Request normalizes one (`delete` is DELETE).
 // The same handlers as the Express app: each protected resource answers
 // its marker; the metrics handler takes every method and every path below
-// it, as `app.use` mounts it in Express.
+// it, as `app.use` mounts it in Express; the drafts handler every method
+// on its one path (`app.all`), before the documentation's wildcard (Hono
+// runs the first handler that matches).
 //
 //   node hono-app.mjs   prints "listening 127.0.0.1:PORT", exits after LIFETIME_SECS (default 600)
 import { serve } from "@hono/node-server";
@@ -30,6 +32,7 @@ app.use(methodOverride({ app }));
 app.use(methodOverride({ app, query: "_method" }));
 
 app.get("/healthz", (c) => c.text("ok\n"));
+app.all("/docs/drafts", marker("docs-drafts"));
 app.get("/docs/*", (c) => c.text("docs\n"));
 app.all("/internal/metrics", marker("internal-metrics"));
 app.all("/internal/metrics/*", marker("internal-metrics"));
