@@ -129,8 +129,9 @@ deploy-local: worker
 deploy-envoy: worker envoy
 	bash deploy/envoy/run.sh
 
-## deploy-wasi-http: the wasi:http component in `wasmtime serve` on loopback (Ctrl-C stops it)
-deploy-wasi-http: worker wasmtime
+## deploy-wasi-http: the wasi:http component in `wasmtime serve` on loopback (Ctrl-C stops it);
+## FRONT=envoy puts Envoy with header and idle timeouts in front, as clients must meet it
+deploy-wasi-http: worker wasmtime $(if $(filter envoy,$(FRONT)),envoy)
 	bash deploy/wasi-http/run.sh
 
 ## fuzz: each fuzz target for a set time (FUZZ_SECONDS, default 60)

@@ -7,11 +7,15 @@
 //! only for a listed origin.
 //!
 //! The readings are this target's own model of each server (nginx, Express,
-//! ASP.NET Core, Tomcat, Spring MVC, Werkzeug, Go): what each does to the
-//! forwarded path (decode once, strip `;` parameters, merge slashes) and how
-//! it compares a route with it (any case, a trailing slash, a `.ext`
-//! suffix), and the methods each may run (`HEAD` as `GET`, an override
-//! header, `_method` in the query). It shares no code with the module's.
+//! ASP.NET Core, Tomcat, Spring MVC, Werkzeug, Go, Fastify 4, and a server
+//! behind an nginx that hands on its decoded path and trims it): what each
+//! does to the forwarded path (decode once, strip `;` parameters, cut the
+//! path at `;`, merge slashes, trim whitespace) and how it compares a route
+//! with it (any case, a trailing slash, a `.ext` suffix), and the methods
+//! each may run (`HEAD` as `GET`, an override header, `_method` in the query
+//! as a form decodes it, and, for a request with a body, any method the
+//! rules name: a `_method` in the body). It shares no code with the
+//! module's.
 //!
 //! Input: a method (byte 0), what token to send and where (byte 1), which
 //! claims it carries (bytes 2 and 3), then the target up to the first `\n`,
@@ -91,6 +95,8 @@ struct Reading {
     trailing_slash: bool,
     /// Ignores a `.ext` after a route whose last segment has no dot.
     suffix: bool,
+    /// Trims whitespace off the decoded path (`strip()`, `trim()`).
+    trim: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -98,17 +104,21 @@ enum Strip {
     No,
     BeforeDecoding,
     AfterDecoding,
+    /// Cuts the path at its first `;`, the rest read as the query (Fastify 4).
+    Cut,
 }
 
-const READINGS: [Reading; 8] = [
-    Reading { server: "as forwarded", decode: false, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false },
-    Reading { server: "nginx", decode: true, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false },
-    Reading { server: "Express", decode: false, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false },
-    Reading { server: "ASP.NET Core", decode: true, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false },
-    Reading { server: "Tomcat", decode: true, strip: Strip::BeforeDecoding, merge: true, any_case: false, trailing_slash: false, suffix: false },
-    Reading { server: "Spring MVC 5", decode: true, strip: Strip::AfterDecoding, merge: true, any_case: false, trailing_slash: true, suffix: true },
-    Reading { server: "Werkzeug", decode: true, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false },
-    Reading { server: "Go net/http", decode: false, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false },
+const READINGS: [Reading; 10] = [
+    Reading { server: "as forwarded", decode: false, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "nginx", decode: true, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "Express", decode: false, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false, trim: false },
+    Reading { server: "ASP.NET Core", decode: true, strip: Strip::No, merge: false, any_case: true, trailing_slash: true, suffix: false, trim: false },
+    Reading { server: "Tomcat", decode: true, strip: Strip::BeforeDecoding, merge: true, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "Spring MVC 5", decode: true, strip: Strip::AfterDecoding, merge: true, any_case: false, trailing_slash: true, suffix: true, trim: false },
+    Reading { server: "Werkzeug", decode: true, strip: Strip::No, merge: false, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "Go net/http", decode: false, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "Fastify 4", decode: true, strip: Strip::Cut, merge: false, any_case: false, trailing_slash: false, suffix: false, trim: false },
+    Reading { server: "behind nginx's decoded $uri, trimmed", decode: true, strip: Strip::No, merge: true, any_case: false, trailing_slash: false, suffix: false, trim: true },
 ];
 
 impl Reading {
@@ -117,6 +127,9 @@ impl Reading {
         let mut path = path.to_owned();
         if self.strip == Strip::BeforeDecoding {
             path = strip_parameters(&path);
+        }
+        if self.strip == Strip::Cut {
+            path = path.split(';').next().unwrap_or_default().to_owned();
         }
         if self.decode {
             path = percent_decoded(&path);
@@ -128,6 +141,9 @@ impl Reading {
             while path.contains("//") {
                 path = path.replace("//", "/");
             }
+        }
+        if self.trim {
+            path = path.trim().to_owned();
         }
         path
     }
@@ -191,24 +207,36 @@ fn rule_for<'c>(reading: &Reading, method: &str, path: &str) -> Option<&'c Acces
 }
 
 /// The methods a server may run a request of `method` as: its own, `GET`
-/// for `HEAD`, and what an override header or `_method` in the query names.
+/// for `HEAD`, what an override header or `_method` in the query names (the
+/// query form-decoded, its names as PHP reads them), and for a request with
+/// a body, every method the rules name (a `_method` in the body).
 fn methods_read(method: &str, fields: &[u8], query: &str) -> Vec<String> {
     let mut methods = vec![method.to_owned()];
     if method == "HEAD" {
         methods.push("GET".into());
     }
     // The head ends at the first empty line: what follows is body to the module.
+    let mut has_body = false;
     for line in String::from_utf8_lossy(fields).lines().take_while(|line| !line.is_empty()) {
         let Some((name, value)) = line.split_once(':') else { continue };
         let name = name.trim().to_ascii_lowercase().replace('_', "-");
         if ["x-http-method-override", "x-http-method", "x-method-override"].contains(&name.as_str()) {
             methods.extend(value.split(',').map(|m| m.trim().to_ascii_uppercase()));
         }
+        has_body |= name == "transfer-encoding" || (name == "content-length" && value.trim().trim_start_matches('0') != "");
     }
+    let form_decoded = |text: &str| percent_decoded(&text.replace('+', " "));
     for pair in query.split(['&', ';']) {
-        if let Some(value) = pair.strip_prefix("_method=").or_else(|| pair.strip_prefix("%5Fmethod=")).or_else(|| pair.strip_prefix("%5fmethod=")) {
-            methods.push(percent_decoded(value).to_ascii_uppercase());
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let name = form_decoded(name);
+        let name = name.trim_start_matches(' ');
+        let php = name.strip_prefix(['_', '.', '[']);
+        if php == Some("method") {
+            methods.push(form_decoded(value).trim().to_ascii_uppercase());
         }
+    }
+    if has_body {
+        methods.extend(loaded().policy.rules.iter().flat_map(|rule| rule.methods.iter().cloned()));
     }
     methods
 }

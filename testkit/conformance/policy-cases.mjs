@@ -494,8 +494,8 @@ export const POLICY_CASES = [
     [answer(403, "required scope missing", { scope: "reports:write" })],
   ]),
   [
-    "PUT with a chunked multipart body needs what GET and POST there ask",
-    req("PUT", "/reports/q1", [bearer(alice({ scope: "reports:write" })), "Content-Type: multipart/form-data; boundary=b", "Transfer-Encoding: chunked"], { body: "0\r\n\r\n" }),
+    "PUT with a chunked form body needs what GET and POST there ask",
+    req("PUT", "/reports/q1", [bearer(alice({ scope: "reports:write" })), "Content-Type: application/x-www-form-urlencoded", "Transfer-Encoding: chunked"], { body: "e\r\n_method=DELETE\r\n0\r\n\r\n" }),
     [answer(403, "required scope missing", { scope: "reports:read admin" })],
   ],
   [

@@ -82,7 +82,10 @@ async function until(port, token, want, ms = 12000) {
 async function waitForFetch(provider, path, since, traffic = null) {
   const deadline = Date.now() + 8000;
   while (provider.fetchesOf(path, since) < 1 && Date.now() < deadline) await Promise.all([sleep(100), traffic?.()]);
-  await sleep(500);
+  // A moment for the install: a host that moves its refresh on with requests
+  // (the wasi:http component) installs the document on the next one.
+  const settled = Date.now() + 500;
+  while (Date.now() < settled) await Promise.all([sleep(100), traffic?.()]);
 }
 
 /** The key compiled into the fixture under kid "pinned": testkit/keys/rs256-3072.key.pem. */
