@@ -52,18 +52,18 @@ for _ in $(seq 150); do
 done
 (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null || { kill "$pid"; die "workerd did not listen on $addr within 15 s"; }
 
-token=$(node --input-type=module -e '
-  import { mintToken, readGatewayConfig } from "./deploy/workerd/harness.mjs";
-  const c = readGatewayConfig();
-  const now = Math.floor(Date.now() / 1000);
-  console.log(mintToken(c.key, { iss: c.issuer, aud: "orders", sub: "demo-user", exp: now + 3600 }, { alg: "HS256", typ: "JWT", kid: c.kid }));
-' 2>/dev/null || true)
+# A demo token for the hint below, when host-sim is built (`make host`): it
+# signs with the config's first key, the demo key of gateway.toml.
+token=""
+if [ -x target/release/host-sim ]; then
+  token=$(target/release/host-sim token --config "${GATEWAY_CONFIG:-gateway.toml}" --aud orders --sub demo-user --exp-in 3600 2>/dev/null || true)
+fi
 
 cat <<MSG
 ==> the gateway runs on workerd at http://$addr  (Ctrl-C stops it)
     rejected (no token, 401):
       curl -si http://$addr/orders/1
-    a demo token for aud "orders" (demo key, valid 1 h); forwarded to the
+    a demo token for aud "orders" (demo key, valid 1 h; TOKEN until \`make host\`); forwarded to the
     orders upstream, http://127.0.0.1:9101 (502 while nothing listens there):
       curl -si -H 'Authorization: Bearer ${token:-TOKEN}' http://$addr/orders/1
 MSG
