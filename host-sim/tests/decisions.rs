@@ -157,6 +157,11 @@ fn cases() -> Vec<Case> {
         ),
         reject("no exp", req(&raw(format!(r#"{{"iss":"{iss}","aud":"orders"}}"#))), Rejection::MissingExpiry),
         reject(
+            "bound to its sender (cnf)",
+            req(&raw(format!(r#"{{"iss":"{iss}","aud":"orders","exp":{exp},"cnf":{{"jkt":"x"}}}}"#))),
+            Rejection::BoundToken,
+        ),
+        reject(
             "expired",
             req(&raw(Claims::new("orders", NOW - 31).issuer(&iss).to_json())),
             Rejection::Expired,
@@ -194,7 +199,7 @@ fn cases() -> Vec<Case> {
 /// Rejections the demo config cannot produce (see `cases`), and those of the
 /// request's shape and target, which security/tests/attacks.rs and the
 /// forwarding conformance corpus drive through this same module.
-const UNREACHABLE: [Rejection; 36] = [
+const UNREACHABLE: [Rejection; 37] = [
     Rejection::KeyIdRequired,
     Rejection::ScratchExhausted,
     Rejection::InvalidContext,
@@ -233,6 +238,7 @@ const UNREACHABLE: [Rejection; 36] = [
     Rejection::PreflightWithBody,
     Rejection::PathReadsAnotherRule,
     Rejection::MethodReadsAnotherRule,
+    Rejection::WhitespaceAtSegmentEdge,
 ];
 
 fn check(case: &Case, decision: &DecisionBuf) {
