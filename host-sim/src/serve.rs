@@ -146,9 +146,18 @@ impl Gateway {
     /// `SLOTS_PER_THREAD` instance slots) and the upstream connections its
     /// own, so that its requests share nothing with another thread's.
     /// `options` are the ones the gateway's runtime was loaded with.
+    /// Its runtime has decided the warm-up request ([`Runtime::warm_up`]),
+    /// so that the thread's first client request does not pay the costs
+    /// only a first request pays (they are paid here, before serving).
     pub fn for_thread(&self, options: &EngineOptions) -> Result<Gateway, runtime::LoadError> {
+        let runtime = self.runtime.sibling(options, SLOTS_PER_THREAD)?;
+        // A module that cannot decide it fails its clients' requests too,
+        // each logged with its reason: the warm-up only notes that it failed.
+        if runtime.warm_up().is_err() {
+            eprintln!("warm-up request failed; serving anyway");
+        }
         Ok(Gateway {
-            runtime: Arc::new(self.runtime.sibling(options, SLOTS_PER_THREAD)?),
+            runtime: Arc::new(runtime),
             forwarder: self.forwarder.own_pool(),
             keys: self.keys.clone(),
             names: Arc::clone(&self.names),
@@ -489,6 +498,16 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             }
             gateway = gateway.with_keys(keys);
         }
+        // Each serving thread's module loaded and warmed up before the
+        // gateway listens: a client never waits for either.
+        let mut handlers = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let gateway = match gateway.for_thread(&options) {
+                Ok(g) => Arc::new(g),
+                Err(e) => return fail(format!("cannot load the module for a serving thread: {e}")),
+            };
+            handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
+        }
         let listener = match listen::bind(args.listen, "gateway").await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
@@ -499,14 +518,6 @@ pub fn run(args: &ServeArgs) -> ExitCode {
                 Ok(l) => drop(tokio::spawn(metrics::serve(metrics, l, client_limits, listen::shutdown_signal()))),
                 Err(e) => return fail(format!("cannot listen on {addr} for metrics: {e}")),
             }
-        }
-        let mut handlers = Vec::with_capacity(threads);
-        for _ in 0..threads {
-            let gateway = match gateway.for_thread(&options) {
-                Ok(g) => Arc::new(g),
-                Err(e) => return fail(format!("cannot load the module for a serving thread: {e}")),
-            };
-            handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
         }
         let watchers = threads::Watchers {
             connections: metrics.as_ref().map(|m| m.connections.clone()),

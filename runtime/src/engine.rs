@@ -70,6 +70,12 @@ pub struct EngineOptions {
     pub on_demand: bool,
     /// How a dropped instance's memory is made as new for the next one.
     pub memory_reset: MemoryReset,
+    /// Make the first instance's memory resident in one system call when
+    /// the contract check makes it (Linux's `MADV_POPULATE_WRITE`), if the
+    /// pool resets memories whole: cheaper than the page faults its first
+    /// request and the pool's first reset of its slot take otherwise
+    /// ([`crate::Runtime::populate_first_memory`]). On by default.
+    pub populate_first_memory: bool,
 }
 
 /// How much of a dropped instance's memory the pool keeps mapped and resets
@@ -130,6 +136,7 @@ impl Default for EngineOptions {
             max_wasm_stack: DEFAULT_MAX_WASM_STACK as u64,
             on_demand: false,
             memory_reset: MemoryReset::BySize,
+            populate_first_memory: true,
         }
     }
 }

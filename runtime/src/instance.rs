@@ -190,6 +190,9 @@ impl Prepared {
         // The instance has run only the contract's getters, never a request:
         // it serves the first one, which saves a cold start an instantiation.
         runtime.spare = std::sync::Mutex::new(Some(slot));
+        if options.populate_first_memory {
+            runtime.populate_first_memory();
+        }
         Ok((runtime, self.key_exports))
     }
 }
@@ -398,6 +401,14 @@ impl Runtime {
             slot.store.set_epoch_deadline(ticks);
         }
         Some(slot)
+    }
+
+    /// Calls `f` with the first instance's linear memory while that
+    /// instance is still unused (None once it is taken).
+    pub(crate) fn with_spare_memory<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let mut spare = self.spare.try_lock().ok()?;
+        let slot = spare.as_mut()?;
+        Some(f(slot.memory.data_mut(&mut slot.store)))
     }
 
     /// The spare instance if it is still there, otherwise a new one.

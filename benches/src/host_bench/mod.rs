@@ -96,6 +96,23 @@ pub struct ColdStart {
     pub first_request: Spread,
     /// Module + InstancePre + first instantiate + first request (engine excluded: one per process).
     pub total_without_engine: Spread,
+    /// The same start with the host's warm-up before the first request
+    /// ([`Runtime::warm_up`], as `host-sim serve` does before it listens),
+    /// measured in the same runs on an engine of its own.
+    pub warmed: WarmedStart,
+}
+
+/// A cold start whose host decides its warm-up request before serving: the
+/// warm-up moves the first request's one-time costs before the first client
+/// request, it does not remove them.
+#[derive(Debug, Clone, Serialize)]
+pub struct WarmedStart {
+    /// `Runtime::warm_up`: the fixed request in the first instance, and its drop.
+    pub warm_up: Spread,
+    /// The first client request after it (a new instance in the warm slot).
+    pub first_client_request: Spread,
+    /// Module + InstancePre + first instantiate + warm-up + first client request.
+    pub total_with_warm_up: Spread,
 }
 
 /// Latency percentiles of one mode, in microseconds.
@@ -312,7 +329,26 @@ pub fn cold_start(
     runs: usize,
 ) -> Result<ColdStart, LoadError> {
     let mut steps: [Vec<Duration>; 6] = Default::default();
+    let mut warmed: [Vec<Duration>; 3] = Default::default();
     for _ in 0..runs.max(1) {
+        // The warmed start first, then the plain one: each on a new engine.
+        let engine = engine::build(options, 1)?;
+        let t1 = Instant::now();
+        let runtime = Prepared::new(&engine, &engine::load(&engine, source)?)?.probe(options)?;
+        let t2 = Instant::now();
+        runtime.warm_up().map_err(|e| LoadError::Instantiate(format!("warm-up failed: {e}")))?;
+        let t3 = Instant::now();
+        let outcome = runtime.decide_fresh(head, now);
+        let t4 = Instant::now();
+        if outcome.is_err() {
+            return Err(LoadError::Instantiate(format!("first request failed: {outcome:?}")));
+        }
+        for (i, d) in [t3 - t2, t4 - t3, t4 - t1].into_iter().enumerate() {
+            warmed[i].push(d);
+        }
+        drop(runtime);
+        drop(engine);
+
         let t0 = Instant::now();
         let engine = engine::build(options, 1)?;
         let t1 = Instant::now();
@@ -333,6 +369,7 @@ pub fn cold_start(
         drop(runtime);
     }
     let [engine_t, module_t, pre_t, inst_t, first_t, total_t] = steps;
+    let [warm_up, first_client_request, total_with_warm_up] = warmed.map(Spread::of);
     Ok(ColdStart {
         runs: runs.max(1),
         engine: Spread::of(engine_t),
@@ -345,6 +382,7 @@ pub fn cold_start(
         first_instantiate: Spread::of(inst_t),
         first_request: Spread::of(first_t),
         total_without_engine: Spread::of(total_t),
+        warmed: WarmedStart { warm_up, first_client_request, total_with_warm_up },
     })
 }
 

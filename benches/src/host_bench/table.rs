@@ -37,6 +37,10 @@ pub fn table(r: &Report) -> String {
     row(&mut s, "first instantiate (+ abi_version)", &c.first_instantiate);
     row(&mut s, "first request (fresh instance)", &c.first_request);
     row(&mut s, "module + pre + instantiate + request", &c.total_without_engine);
+    let _ = writeln!(s, "  with the host's warm-up before serving (same runs, an engine of its own):");
+    row(&mut s, "warm-up (fixed request, first instance)", &c.warmed.warm_up);
+    row(&mut s, "first client request (fresh instance)", &c.warmed.first_client_request);
+    row(&mut s, "module + ... + warm-up + client request", &c.warmed.total_with_warm_up);
     let _ = writeln!(
         s,
         "\nwarm latency (us)        requests      p50      p90      p99    p99.9      max     mean   req/s/core  deadline  wrong"
