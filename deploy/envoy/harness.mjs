@@ -28,8 +28,7 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
     if (!existsSync(path)) throw new Error(`${path} is missing: run '${how}'`);
   }
   const dir = mkdtempSync(join(tmpdir(), "gateway-envoy-"));
-  let lastError;
-  for (let attempt = 0; attempt < 3; attempt++) {
+  return startEnvoy(dir, "envoy", async (attempt) => {
     const port = await freePort();
     const adminPort = admin ? await freePort() : null;
     const yaml = join(dir, `envoy-${attempt}.yaml`);
@@ -40,22 +39,41 @@ export async function startEnvoyFilter(overrides, { wasm = FIXTURE_ENVOY_WASM, c
         ...overrides.flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`])],
       { encoding: "utf8", timeout: 30000 },
     );
-    if (render.status !== 0) {
+    if (render.status !== 0) throw new Error(`envoy-filter failed:\n${render.stderr}`);
+    // The filter's key fetches log installs at info, refusals and failures at warn.
+    return { yaml, port, adminPort, args: ["--concurrency", "1", "--component-log-level", "wasm:info"] };
+  });
+}
+
+/**
+ * Envoy on the bootstrap `attempt(n)` writes into `dir` (a fresh temporary
+ * folder, removed when Envoy stops), tried up to three times, each on the
+ * ports that attempt picked (another process may take a free port first).
+ * `attempt` resolves to { yaml, port, adminPort?, args }; an error it
+ * throws ends the tries. Resolves to { port, proc } (and `adminPort` when
+ * one was asked for) once Envoy listens.
+ */
+export async function startEnvoy(dir, what, attempt) {
+  let lastError;
+  for (let n = 0; n < 3; n++) {
+    let config;
+    try {
+      config = await attempt(n);
+    } catch (e) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`envoy-filter failed:\n${render.stderr}`);
+      throw e;
     }
+    const { yaml, port, adminPort = null, args } = config;
     const proc = startProcess(ENVOY, [
       "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
-      "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "1",
-      // The filter's key fetches log installs at info, refusals and failures at warn.
-      "--component-log-level", "wasm:info",
+      "--use-dynamic-base-id", "--log-level", "warn", ...args,
     ]);
     // The folder holds this Envoy's bootstrap and base id: removed when it stops.
     const stop = removingOnStop(proc, dir);
     try {
-      await waitForPort(proc, port, "envoy");
-      if (admin) {
-        await waitForPort(proc, adminPort, "envoy (admin)");
+      await waitForPort(proc, port, what);
+      if (adminPort !== null) {
+        await waitForPort(proc, adminPort, `${what} (admin)`);
         return { port, proc, adminPort };
       }
       return { port, proc };

@@ -4,15 +4,16 @@
 // fixture`), so that their origins can be moved to the tests' recorders and
 // providers: `wasmtime serve -Scli` gives them wasi:cli/environment, and
 // GATEWAY_UPSTREAM_OVERRIDE names the moves. Bounded start, stop by stop().
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ROOT, freePort, removingOnStop, startProcess, waitForPort } from "../workerd/harness.mjs";
+import { ENVOY, startEnvoy } from "../envoy/harness.mjs";
+import { ROOT, freePort, startProcess, waitForPort } from "../workerd/harness.mjs";
 import { renderEnvoyFront } from "./front.mjs";
 
 export const WASMTIME = join(ROOT, "target", "tools", "bin", "wasmtime");
 /** Envoy, as `make envoy` installs it: the front end of deploy/wasi-http/front.mjs. */
-export const ENVOY = join(ROOT, "target", "envoy-venv", "bin", "envoy");
+export { ENVOY };
 const fixture = (name) => join(ROOT, "target", "fixture", name);
 /** The components `make fixture` builds, by the fixture config they hold. */
 export const WASI_HTTP_FIXTURES = {
@@ -101,27 +102,12 @@ export async function startWasiHttp(overrides, wasm = WASI_HTTP_FIXTURES.forward
 export async function startEnvoyFront(backendPort, options = {}) {
   if (!existsSync(ENVOY)) throw new Error(`${ENVOY} is missing: run 'make envoy'`);
   const dir = mkdtempSync(join(tmpdir(), "gateway-wasi-http-front-"));
-  let lastError;
-  for (let attempt = 0; attempt < 3; attempt++) {
+  return startEnvoy(dir, "envoy (front end)", async (attempt) => {
     const port = await freePort();
     const yaml = join(dir, `front-${attempt}.yaml`);
     writeFileSync(yaml, renderEnvoyFront({ listen: `127.0.0.1:${port}`, backend: `127.0.0.1:${backendPort}`, ...options }));
-    const proc = startProcess(ENVOY, [
-      "--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"),
-      "--use-dynamic-base-id", "--log-level", "warn", "--concurrency", "2",
-    ]);
-    // The folder holds this Envoy's config and base id: removed when it stops.
-    const stop = removingOnStop(proc, dir);
-    try {
-      await waitForPort(proc, port, "envoy (front end)");
-      return { port, proc };
-    } catch (e) {
-      lastError = e;
-      await stop();
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
-  throw lastError;
+    return { yaml, port, args: ["--concurrency", "2"] };
+  });
 }
 
 /**
