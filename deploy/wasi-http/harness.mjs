@@ -78,20 +78,7 @@ export async function startWasiHttp(overrides, wasm = WASI_HTTP_FIXTURES.forward
   }
   const env = overrides.length > 0 ? ["-Scli", "--env", `GATEWAY_UPSTREAM_OVERRIDE=${overrides.map(([from, to]) => `${from}=${to}`).join(",")}`] : [];
   const proc = startProcess(WASMTIME, ["serve", "--addr", "127.0.0.1:0", ...env, ...extraArgs, wasm]);
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const m = proc.output().match(/Serving HTTP on http:\/\/127\.0\.0\.1:(\d+)\//);
-    if (m) {
-      const port = Number(m[1]);
-      await waitForPort(proc, port, "wasmtime serve", Math.max(1, deadline - Date.now()));
-      return { port, proc };
-    }
-    if (proc.exited()) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const output = proc.output();
-  await proc.stop();
-  throw new Error(`wasmtime serve printed no listening address within ${timeoutMs} ms:\n${output}`);
+  return serving(proc, "wasmtime serve", timeoutMs);
 }
 
 /**
@@ -130,12 +117,21 @@ export async function startDeploy(component, overrides = [], env = {}, timeoutMs
       ...env,
     },
   });
+  return serving(proc, "deploy/wasi-http/run.sh", timeoutMs);
+}
+
+/**
+ * `proc` (`what`) once `wasmtime serve` in it prints its address and
+ * accepts connections there, within `timeoutMs`; stopped, with its output
+ * in the error, if it does not. Resolves to { port, proc }.
+ */
+async function serving(proc, what, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const m = proc.output().match(/Serving HTTP on http:\/\/127\.0\.0\.1:(\d+)\//);
     if (m) {
       const port = Number(m[1]);
-      await waitForPort(proc, port, "make deploy-wasi-http", Math.max(1, deadline - Date.now()));
+      await waitForPort(proc, port, what, Math.max(1, deadline - Date.now()));
       return { port, proc };
     }
     if (proc.exited()) break;
@@ -143,5 +139,5 @@ export async function startDeploy(component, overrides = [], env = {}, timeoutMs
   }
   const output = proc.output();
   await proc.stop();
-  throw new Error(`deploy/wasi-http/run.sh printed no listening address within ${timeoutMs} ms:\n${output}`);
+  throw new Error(`${what} printed no listening address within ${timeoutMs} ms:\n${output}`);
 }

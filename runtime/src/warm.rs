@@ -37,17 +37,6 @@ impl Runtime {
     }
 }
 
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-unsafe extern "C" {
-    fn madvise(addr: *mut u8, len: usize, advice: i32) -> i32;
-}
-
-/// Linux's `MADV_POPULATE_WRITE` (5.14 and later): fault the range in as
-/// if written, in one call, without changing its contents.
-#[cfg(target_os = "linux")]
-const MADV_POPULATE_WRITE: i32 = 23;
-
 impl Runtime {
     /// Makes the first instance's linear memory resident in one system
     /// call, while that instance is still unused: true if it did. Only
@@ -78,10 +67,13 @@ fn populate(memory: &mut [u8]) -> bool {
     // for as long as the borrow lasts (a wasm memory's base is page
     // aligned and its size a multiple of 64 KiB). MADV_POPULATE_WRITE only
     // faults the pages in; it changes no byte of them. A kernel without it
-    // answers EINVAL and nothing happens.
+    // answers EINVAL and nothing happens. (`MADV_POPULATE_WRITE`, Linux
+    // 5.14 and later, faults the range in as if written, in one call.)
     #[allow(unsafe_code)]
-    let rc = unsafe { madvise(memory.as_mut_ptr(), memory.len(), MADV_POPULATE_WRITE) };
-    rc == 0
+    let populated = unsafe {
+        rustix::mm::madvise(memory.as_mut_ptr().cast(), memory.len(), rustix::mm::Advice::LinuxPopulateWrite)
+    };
+    populated.is_ok()
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -220,26 +220,24 @@ const ENCODED_SPACES: [&[u8]; 23] = [
 fn whitespace_at_edge(segment: &[u8]) -> bool {
     let at_edge =
         |part: &[u8]| ENCODED_SPACES.iter().any(|space| part.starts_with(space) || part.ends_with(space));
-    let (mut start, mut at) = (0, 0);
-    loop {
-        let width = match &segment[at..] {
-            [] => 0,
-            [b';', ..] => 1,
-            [b'%', b'3', b'B', ..] => 3,
-            _ => {
-                at += 1;
-                continue;
+    let mut part = 0;
+    for at in 0..segment.len() {
+        if parameters_start(segment, at) {
+            if at_edge(&segment[part..at]) {
+                return true;
             }
-        };
-        if at_edge(&segment[start..at]) {
-            return true;
+            part = at + if segment[at] == b';' { 1 } else { 3 };
         }
-        if width == 0 {
-            return false;
-        }
-        at += width;
-        start = at;
     }
+    at_edge(segment.get(part..).unwrap_or_default())
+}
+
+/// True when `;` parameters start at `at` in the normalized `path`: a raw
+/// `;`, or `%3B`, which a server that decodes before it strips parameters
+/// reads as `;` (the normalized path writes hex digits in upper case, and a
+/// double encoding, `%253B`, never gets this far).
+pub fn parameters_start(path: &[u8], at: usize) -> bool {
+    matches!(path.get(at..).unwrap_or_default(), [b';', ..] | [b'%', b'3', b'B', ..])
 }
 
 /// The part of a normalized segment before its `;` parameters (raw or

@@ -45,6 +45,7 @@ use crate::config::{PathMatch, Readings, Rule};
 use crate::http::forward::canonical_eq;
 use crate::http::has_byte;
 use crate::http::request::{Head, trim_ows};
+use crate::http::target::parameters_start;
 use crate::reject::Rejection;
 
 /// Method-override fields, as frameworks name them (compared with `_` as `-`).
@@ -79,16 +80,16 @@ pub fn first_rule(
     let widening = widening_for(readings, path);
     // The path's other readings: `;` parameters stripped (Tomcat), and the
     // path cut at the first `;` (Fastify 4, which reads the rest as the query).
-    let [stripped, cut] =
-        match readings.path_parameters && (0..path.len()).any(|at| parameters_start(path, at)) {
-            true => {
-                let stripped = strip_parameters(path, arena)?;
-                let cut =
-                    &path[..(0..path.len()).position(|at| parameters_start(path, at)).unwrap_or(path.len())];
-                [Some((stripped, widening_for(readings, stripped))), Some((cut, widening_for(readings, cut)))]
-            }
-            false => [None, None],
-        };
+    let first_parameters =
+        readings.path_parameters.then(|| (0..path.len()).position(|at| parameters_start(path, at)));
+    let [stripped, cut] = match first_parameters.flatten() {
+        Some(at) => {
+            let stripped = strip_parameters(path, arena)?;
+            let cut = &path[..at];
+            [Some((stripped, widening_for(readings, stripped))), Some((cut, widening_for(readings, cut)))]
+        }
+        None => [None, None],
+    };
     // The first rule `method` meets in each reading of the path but its own.
     let others = |method: &[u8]| {
         let another = method != head.method.as_bytes() || widening != EXACT;
@@ -289,14 +290,6 @@ fn is_method_parameter(name: &[u8]) -> bool {
 #[inline(never)]
 fn is_override_field(name: &[u8]) -> bool {
     OVERRIDE_FIELDS.iter().any(|known| canonical_eq(name, known))
-}
-
-/// True when `;` parameters start at `at` in the normalized `path`: a raw
-/// `;`, or `%3B`, which a server that decodes before it strips parameters
-/// reads as `;` (the normalized path writes hex digits in upper case, and a
-/// double encoding, `%253B`, never gets this far).
-pub fn parameters_start(path: &[u8], at: usize) -> bool {
-    matches!(path.get(at..).unwrap_or_default(), [b';', ..] | [b'%', b'3', b'B', ..])
 }
 
 /// `path` as a server that strips `;` parameters reads it: each segment's
