@@ -9,6 +9,7 @@
 //! views borrow the output and copy nothing.
 
 use crate::FORWARD_STATUS;
+use crate::limits::Bucket;
 use crate::outcome::{Cache, Labels};
 
 /// What the module decided for one request.
@@ -30,6 +31,8 @@ pub struct Forward<'a> {
     pub path: &'a str,
     /// What decided it, for the host's counters and logs.
     pub labels: Labels,
+    /// The `=` lines, checked: the buckets the host counts the request in.
+    buckets: &'a str,
     /// The operation lines, checked.
     operations: &'a str,
 }
@@ -178,6 +181,12 @@ impl<'a> Decision<'a> {
 }
 
 impl<'a> Forward<'a> {
+    /// The buckets the request falls in (`=` lines, `ABI.md`, "Rate
+    /// limits"), in the module's order: the host counts it in each.
+    pub fn buckets(&self) -> impl Iterator<Item = Bucket<'a>> + 'a {
+        lines(self.buckets).filter_map(bucket)
+    }
+
     /// Every operation, in the module's order: the request's drops, then its
     /// sets, then the response's drops, then its additions.
     pub fn operations(&self) -> impl Iterator<Item = Operation<'a>> + 'a {
@@ -296,17 +305,31 @@ fn decode_forward(text: &str, check: Check) -> Result<Forward<'_>, DecodeError> 
         return Err(DecodeError::Path);
     }
     let labels = label_line(labels).ok_or(DecodeError::Labels)?;
+    // The `=` lines come first, right after the labels.
+    let mut split = 0;
+    for line in lines(operations) {
+        if !line.starts_with('=') {
+            break;
+        }
+        split += line.len() + 1;
+    }
+    let buckets = operations.get(..split.saturating_sub(1)).unwrap_or("");
+    let operations = operations.get(split.min(operations.len())..).unwrap_or("");
     if check == Check::Structure {
-        return Ok(Forward { origin, path, labels, operations });
+        return Ok(Forward { origin, path, labels, buckets, operations });
     }
     if text.ends_with('\n') {
         // A forward has no trailing newline: an empty last line is no operation.
         return Err(DecodeError::Line(text.bytes().filter(|&b| b == b'\n').count() + 1));
     }
-    for (i, line) in lines(operations).enumerate() {
-        operation(line).ok_or(DecodeError::Line(i + 4))?;
+    let bucket_lines = lines(buckets).count();
+    for (i, line) in lines(buckets).enumerate() {
+        bucket(line).ok_or(DecodeError::Line(i + 4))?;
     }
-    Ok(Forward { origin, path, labels, operations })
+    for (i, line) in lines(operations).enumerate() {
+        operation(line).ok_or(DecodeError::Line(i + 4 + bucket_lines))?;
+    }
+    Ok(Forward { origin, path, labels, buckets, operations })
 }
 
 /// The label line `#oorrrrttttii c`: outcome, rule, route and issuer in
@@ -340,6 +363,19 @@ fn label_line(line: &str) -> Option<Labels> {
         issuer: field(0, 0xff).map(|i| i as u8),
         cache,
     })
+}
+
+/// The bucket an `=` line names: `=<limit, 2 hex digits> <key>`, the key
+/// printable ASCII without spaces.
+fn bucket(line: &str) -> Option<Bucket<'_>> {
+    let rest = line.strip_prefix('=')?;
+    let (digits, key) = split_at_byte(rest, b' ')?;
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if digits.len() != 2 || !digits.bytes().all(hex) || key.is_empty() || !key.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return None;
+    }
+    Some(Bucket { limit: u8::from_str_radix(digits, 16).ok()?, key })
 }
 
 /// The operation a forward line spells, `None` when it breaks the format.

@@ -104,6 +104,20 @@ impl<'o> Encoder<'o> {
         self.decimal(u32::from(issuer))
     }
 
+    /// Starts an `=` line right after [`Encoder::labels`]: the bucket of
+    /// limit `limit`; the key follows with [`Encoder::extend_value`]
+    /// (`ABI.md`, "Rate limits").
+    pub fn bucket(&mut self, limit: u8) -> Result<(), Full> {
+        let mut line = *b"\n=00 ";
+        hex(&mut line[2..4], u64::from(limit));
+        self.push(&line)
+    }
+
+    /// A number in decimal, into a value, as the contract writes numbers.
+    pub fn extend_decimal(&mut self, n: u32) -> Result<(), Full> {
+        self.decimal(n)
+    }
+
     /// A number in decimal, as the contract writes numbers. Never inlined:
     /// one copy serves every caller in the module.
     #[inline(never)]

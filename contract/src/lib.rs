@@ -20,6 +20,7 @@
 //! | [`encode`] | the decision's encoder, used by the module |
 //! | [`fields`] | header names and the answers hosts make themselves |
 //! | [`key_sources`] | where and how often hosts fetch an issuer's keys |
+//! | [`limits`] | rate limits: the limit table, the buckets a forward names, GCRA, the RateLimit fields |
 //! | [`key_schedule`] | when and what a module that fetches keys has its hosts fetch: refresh, `max-age`, backoff, asked-for rounds, discovery on every round |
 //! | [`outcome`] | what a decision was, named: the label line's outcomes and indices |
 //! | [`routes`] | the route table a module lists, and upstream overrides |
@@ -36,6 +37,7 @@ pub mod encode;
 pub mod fields;
 pub mod key_schedule;
 pub mod key_sources;
+pub mod limits;
 pub mod outcome;
 #[cfg(feature = "std")]
 pub mod owned;
@@ -49,7 +51,7 @@ pub use outcome::{Cache, Labels};
 
 /// The contract version. A module exports it (`abi_version`); a host
 /// refuses a module whose version it does not know.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 /// The status of a forward decision; every other status is a direct answer.
 pub const FORWARD_STATUS: u16 = 200;

@@ -97,6 +97,9 @@ pub const NAMES: &[&str] = &[
     "bound_token",
     // A request head the host's HTTP server refused before the module saw it.
     "malformed_head",
+    // A bucket the forward fell in was spent (`limits`): the 429 the module
+    // writes when the host asks (`limited`).
+    "rate_limited",
 ];
 
 /// The outcome a forward of a verified token has.
@@ -108,6 +111,8 @@ pub const PREFLIGHT: u8 = id("preflight");
 /// The outcome of a request head the host's own HTTP parser refused
 /// (answered 400 by it, before any module ran).
 pub const MALFORMED_HEAD: u8 = id("malformed_head");
+/// The outcome of a request refused because a bucket it falls in is spent.
+pub const RATE_LIMITED: u8 = id("rate_limited");
 /// The outcome of a module that could not write its answer (status 500
 /// with no output), as of one that trapped.
 pub const MODULE_FAILED: u8 = id("module_failed");

@@ -142,3 +142,53 @@ fn the_golden_outcomes_are_the_contracts() {
     let names: Vec<String> = serde_json::from_str(text).expect("a JSON array of names");
     assert_eq!(names, gateway_contract::outcome::NAMES, "write it again from contract::outcome::NAMES");
 }
+
+/// The GCRA vectors every host's counter is held to
+/// (`contract/golden/limits.json`) are what `contract::limits::gcra` counts.
+#[test]
+fn the_golden_limit_vectors_are_gcras() {
+    use gateway_contract::limits::{Limit, Verdict};
+    let doc: Value = serde_json::from_str(include_str!("../golden/limits.json")).expect("golden JSON");
+    let cases = doc["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 40 && cases.iter().any(|c| c["expect"]["allowed"] == false));
+    let number = |v: &Value| v.as_u64().expect("a number");
+    for case in cases {
+        let l = &case["limit"];
+        let limit = Limit {
+            name: l["name"].as_str().expect("name"),
+            requests: number(&l["requests"]) as u32,
+            per_secs: number(&l["per_secs"]) as u32,
+            burst: number(&l["burst"]) as u32,
+            fields: true,
+        };
+        let got: Verdict = limit.count(number(&case["stored_tat_ms"]), number(&case["now_ms"]));
+        let e = &case["expect"];
+        let expect = Verdict {
+            allowed: e["allowed"].as_bool().expect("allowed"),
+            tat_ms: number(&e["tat_ms"]),
+            remaining: number(&e["remaining"]) as u32,
+            reset_secs: number(&e["reset_secs"]) as u32,
+            retry_after_secs: number(&e["retry_after_secs"]) as u32,
+        };
+        assert_eq!(got, expect, "{case}");
+    }
+    #[cfg(feature = "std")]
+    for field in doc["fields"].as_array().expect("fields") {
+        let l = &field["limit"];
+        let limit = Limit {
+            name: l["name"].as_str().expect("name"),
+            requests: number(&l["requests"]) as u32,
+            per_secs: number(&l["per_secs"]) as u32,
+            burst: number(&l["burst"]) as u32,
+            fields: true,
+        };
+        let verdict = Verdict {
+            allowed: true,
+            tat_ms: 0,
+            remaining: number(&field["remaining"]) as u32,
+            reset_secs: number(&field["reset_secs"]) as u32,
+            retry_after_secs: 0,
+        };
+        assert_eq!(gateway_contract::limits::ratelimit_field(&limit, &verdict), field["ratelimit"].as_str().unwrap());
+    }
+}

@@ -10,7 +10,7 @@
 import { KeyFetcher, readKeySources } from "./keys.mjs";
 
 /** The contract version this host understands (worker/ABI.md). */
-export const ABI_VERSION = 4;
+export const ABI_VERSION = 5;
 
 const JSON_TYPE = "application/json";
 /**

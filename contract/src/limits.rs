@@ -1,0 +1,197 @@
+//! Traffic control as hosts see it (`ABI.md`, "Rate limits"): the module
+//! names the buckets a forward falls in (`=` lines); the host counts each
+//! with the limit's numbers from the module's label table (`limit` lines)
+//! and, when one is spent, asks the module for the answer (`limited`).
+//!
+//! The counting rule is GCRA, the generic cell rate algorithm (ITU-T
+//! I.371; what `redis-cell` and Stripe's limiter use): a bucket holds one
+//! number, its theoretical arrival time (TAT), and a request is let
+//! through when it does not arrive more than the burst ahead of it. It is
+//! a token bucket written as one timestamp: limits are smooth (no window
+//! edge where twice the budget passes, as with fixed windows), a burst is
+//! allowed up to its size, and a stored value older than now carries no
+//! information, so a bucket can be forgotten as soon as its TAT passes.
+//! [`gcra`] is the one definition; the Redis script and the Durable
+//! Object are checked against it by `contract/golden/limits.json`.
+
+/// A limit as the module's label table lists it:
+/// `limit <name> <requests> <per_secs> <burst> <fields>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit<'a> {
+    /// Its name in the config, for counters, logs and the RateLimit fields.
+    pub name: &'a str,
+    /// Requests allowed per `per_secs`, on average.
+    pub requests: u32,
+    /// The period `requests` are counted over, in seconds.
+    pub per_secs: u32,
+    /// How many may arrive at once, after a quiet period.
+    pub burst: u32,
+    /// Whether forwarded responses carry the `RateLimit` field for it
+    /// (`1` in the table; the forward then has its `RateLimit-Policy`).
+    pub fields: bool,
+}
+
+impl<'a> Limit<'a> {
+    /// Reads the rest of a `limit` line
+    /// (`<name> <requests> <per> <burst> <fields>`).
+    pub fn parse(rest: &'a str) -> Option<Limit<'a>> {
+        let mut parts = rest.split(' ');
+        let (Some(name), Some(requests), Some(per), Some(burst), Some(fields), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        let number = |text: &str| crate::key_sources::number(Some(text)).filter(|&n| n > 0);
+        let fields = match fields {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        let limit =
+            Limit { name, requests: number(requests)?, per_secs: number(per)?, burst: number(burst)?, fields };
+        (!name.is_empty()).then_some(limit)
+    }
+
+    /// The time one request uses of the budget, in milliseconds (at least 1).
+    pub fn interval_ms(&self) -> u64 {
+        (u64::from(self.per_secs) * 1000).div_ceil(u64::from(self.requests)).max(1)
+    }
+
+    /// Counts one request at `now_ms` in a bucket whose stored TAT is
+    /// `stored_tat_ms` (0 for a bucket never seen).
+    pub fn count(&self, stored_tat_ms: u64, now_ms: u64) -> Verdict {
+        gcra(stored_tat_ms, now_ms, self.interval_ms(), self.burst)
+    }
+}
+
+/// One bucket a forward falls in: an `=` line, `=<limit> <key>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket<'a> {
+    /// The limit's index in the module's limit table.
+    pub limit: u8,
+    /// The bucket's key: `<limit name>:<kind>:<value>`, printable ASCII
+    /// without spaces, built by the module from what it verified (`ABI.md`).
+    /// Two different callers never share a key; a host stores it as it is.
+    pub key: &'a str,
+}
+
+/// What counting one request in one bucket found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// The request is within the limit.
+    pub allowed: bool,
+    /// The bucket's new TAT (unchanged when refused): what the host stores.
+    pub tat_ms: u64,
+    /// Requests that would still pass right now.
+    pub remaining: u32,
+    /// Seconds until the bucket is full again (the RateLimit field's `t`).
+    pub reset_secs: u32,
+    /// For a refusal, seconds until one request passes again (`Retry-After`,
+    /// at least 1); 0 when allowed.
+    pub retry_after_secs: u32,
+}
+
+/// GCRA: a request at `now_ms` passes when the bucket's TAT, advanced by
+/// one `interval_ms`, is at most `burst` intervals ahead of now.
+pub fn gcra(stored_tat_ms: u64, now_ms: u64, interval_ms: u64, burst: u32) -> Verdict {
+    let tolerance = interval_ms.saturating_mul(u64::from(burst));
+    let tat = stored_tat_ms.max(now_ms);
+    let next = tat.saturating_add(interval_ms);
+    let horizon = now_ms.saturating_add(tolerance);
+    if next > horizon {
+        return Verdict {
+            allowed: false,
+            tat_ms: stored_tat_ms,
+            remaining: 0,
+            reset_secs: secs_up(tat - now_ms),
+            retry_after_secs: secs_up(next - horizon).max(1),
+        };
+    }
+    Verdict {
+        allowed: true,
+        tat_ms: next,
+        remaining: u32::try_from((horizon - next) / interval_ms).unwrap_or(u32::MAX),
+        reset_secs: secs_up(next - now_ms),
+        retry_after_secs: 0,
+    }
+}
+
+/// Milliseconds as whole seconds, rounded up.
+fn secs_up(ms: u64) -> u32 {
+    u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)
+}
+
+/// The value of the `RateLimit` field (draft-ietf-httpapi-ratelimit-headers)
+/// a host adds to a forwarded response for a limit whose policy field the
+/// forward carries: `"<name>";r=<remaining>;t=<reset>`.
+#[cfg(feature = "std")]
+pub fn ratelimit_field(limit: &Limit<'_>, verdict: &Verdict) -> std::string::String {
+    std::format!("\"{}\";r={};t={}", limit.name, verdict.remaining, verdict.reset_secs)
+}
+
+/// The field names of the RateLimit fields.
+pub mod fields {
+    /// The remaining budget, on forwards and refusals.
+    pub const RATELIMIT: &str = "ratelimit";
+    /// The limit's policy (quota and window).
+    pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
+}
+
+/// The limits of a module's label table, in index order.
+pub fn limits(table: &str) -> impl Iterator<Item = Option<Limit<'_>>> {
+    table.split('\n').filter_map(|line| line.strip_prefix("limit ").map(Limit::parse))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    fn limit(requests: u32, per_secs: u32, burst: u32) -> Limit<'static> {
+        Limit { name: "l", requests, per_secs, burst, fields: true }
+    }
+
+    #[test]
+    fn a_burst_passes_then_one_request_per_interval() {
+        let l = limit(10, 1, 3); // 100 ms per request, 3 at once
+        let mut tat = 0;
+        let now = 1_000_000;
+        for remaining in [2, 1, 0] {
+            let v = l.count(tat, now);
+            assert!(v.allowed);
+            assert_eq!(v.remaining, remaining);
+            tat = v.tat_ms;
+        }
+        let refused = l.count(tat, now);
+        assert!(!refused.allowed);
+        assert_eq!(refused.tat_ms, tat, "a refusal stores nothing");
+        assert_eq!(refused.retry_after_secs, 1);
+        assert!(!l.count(tat, now + 99).allowed);
+        assert!(l.count(tat, now + 100).allowed);
+    }
+
+    #[test]
+    fn no_window_edge_lets_twice_the_budget_through() {
+        // A fixed window of 60 s lets 2 x 60 through around its edge; GCRA
+        // lets at most burst + elapsed / interval.
+        let l = limit(60, 60, 60);
+        let (mut tat, mut passed) = (0, 0);
+        for ms in (0..2_000).step_by(10) {
+            let v = l.count(tat, 59_000 + ms);
+            if v.allowed {
+                passed += 1;
+                tat = v.tat_ms;
+            }
+        }
+        assert_eq!(passed, 61);
+    }
+
+    #[test]
+    fn limit_lines_read_back() {
+        let table = "rule a\nlimit per-user 100 60 20 1\nissuer -\nlimit x 0 1 1 1\nlimit y 1 1 1 2";
+        let read: Vec<_> = limits(table).collect();
+        let per_user = Limit { name: "per-user", requests: 100, per_secs: 60, burst: 20, fields: true };
+        assert_eq!(read, [Some(per_user), None, None]);
+        assert_eq!(read[0].unwrap().interval_ms(), 600);
+    }
+}
