@@ -52,15 +52,15 @@ impl<'a> Limit<'a> {
         (!name.is_empty()).then_some(limit)
     }
 
-    /// The time one request uses of the budget, in milliseconds (at least 1).
-    pub fn interval_ms(&self) -> u64 {
-        (u64::from(self.per_secs) * 1000).div_ceil(u64::from(self.requests)).max(1)
+    /// The time one request uses of the budget, in microseconds (at least 1).
+    pub fn interval_us(&self) -> u64 {
+        (u64::from(self.per_secs) * 1_000_000).div_ceil(u64::from(self.requests)).max(1)
     }
 
-    /// Counts one request at `now_ms` in a bucket whose stored TAT is
-    /// `stored_tat_ms` (0 for a bucket never seen).
-    pub fn count(&self, stored_tat_ms: u64, now_ms: u64) -> Verdict {
-        gcra(stored_tat_ms, now_ms, self.interval_ms(), self.burst)
+    /// Counts one request at `now_us` in a bucket whose stored TAT is
+    /// `stored_tat_us` (0 for a bucket never seen).
+    pub fn count(&self, stored_tat_us: u64, now_us: u64) -> Verdict {
+        gcra(stored_tat_us, now_us, self.interval_us(), self.burst)
     }
 }
 
@@ -81,7 +81,7 @@ pub struct Verdict {
     /// The request is within the limit.
     pub allowed: bool,
     /// The bucket's new TAT (unchanged when refused): what the host stores.
-    pub tat_ms: u64,
+    pub tat_us: u64,
     /// Requests that would still pass right now.
     pub remaining: u32,
     /// Seconds until the bucket is full again (the RateLimit field's `t`).
@@ -91,34 +91,38 @@ pub struct Verdict {
     pub retry_after_secs: u32,
 }
 
-/// GCRA: a request at `now_ms` passes when the bucket's TAT, advanced by
-/// one `interval_ms`, is at most `burst` intervals ahead of now.
-pub fn gcra(stored_tat_ms: u64, now_ms: u64, interval_ms: u64, burst: u32) -> Verdict {
-    let tolerance = interval_ms.saturating_mul(u64::from(burst));
-    let tat = stored_tat_ms.max(now_ms);
-    let next = tat.saturating_add(interval_ms);
-    let horizon = now_ms.saturating_add(tolerance);
+/// Time is in microseconds (Unix time; a JavaScript number holds it exactly
+/// until the year 2255), so a limit of up to a million requests a second
+/// keeps its exact interval.
+///
+/// GCRA: a request at `now_us` passes when the bucket's TAT, advanced by
+/// one `interval_us`, is at most `burst` intervals ahead of now.
+pub fn gcra(stored_tat_us: u64, now_us: u64, interval_us: u64, burst: u32) -> Verdict {
+    let tolerance = interval_us.saturating_mul(u64::from(burst));
+    let tat = stored_tat_us.max(now_us);
+    let next = tat.saturating_add(interval_us);
+    let horizon = now_us.saturating_add(tolerance);
     if next > horizon {
         return Verdict {
             allowed: false,
-            tat_ms: stored_tat_ms,
+            tat_us: stored_tat_us,
             remaining: 0,
-            reset_secs: secs_up(tat - now_ms),
+            reset_secs: secs_up(tat - now_us),
             retry_after_secs: secs_up(next - horizon).max(1),
         };
     }
     Verdict {
         allowed: true,
-        tat_ms: next,
-        remaining: u32::try_from((horizon - next) / interval_ms).unwrap_or(u32::MAX),
-        reset_secs: secs_up(next - now_ms),
+        tat_us: next,
+        remaining: u32::try_from((horizon - next) / interval_us).unwrap_or(u32::MAX),
+        reset_secs: secs_up(next - now_us),
         retry_after_secs: 0,
     }
 }
 
-/// Milliseconds as whole seconds, rounded up.
-fn secs_up(ms: u64) -> u32 {
-    u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)
+/// Microseconds as whole seconds, rounded up.
+fn secs_up(us: u64) -> u32 {
+    u32::try_from(us.div_ceil(1_000_000)).unwrap_or(u32::MAX)
 }
 
 /// The value of the `RateLimit` field (draft-ietf-httpapi-ratelimit-headers)
@@ -155,19 +159,19 @@ mod tests {
     fn a_burst_passes_then_one_request_per_interval() {
         let l = limit(10, 1, 3); // 100 ms per request, 3 at once
         let mut tat = 0;
-        let now = 1_000_000;
+        let now = 1_765_000_000_000_000;
         for remaining in [2, 1, 0] {
             let v = l.count(tat, now);
             assert!(v.allowed);
             assert_eq!(v.remaining, remaining);
-            tat = v.tat_ms;
+            tat = v.tat_us;
         }
         let refused = l.count(tat, now);
         assert!(!refused.allowed);
-        assert_eq!(refused.tat_ms, tat, "a refusal stores nothing");
+        assert_eq!(refused.tat_us, tat, "a refusal stores nothing");
         assert_eq!(refused.retry_after_secs, 1);
-        assert!(!l.count(tat, now + 99).allowed);
-        assert!(l.count(tat, now + 100).allowed);
+        assert!(!l.count(tat, now + 99_999).allowed);
+        assert!(l.count(tat, now + 100_000).allowed);
     }
 
     #[test]
@@ -177,10 +181,10 @@ mod tests {
         let l = limit(60, 60, 60);
         let (mut tat, mut passed) = (0, 0);
         for ms in (0..2_000).step_by(10) {
-            let v = l.count(tat, 59_000 + ms);
+            let v = l.count(tat, (59_000 + ms) * 1000);
             if v.allowed {
                 passed += 1;
-                tat = v.tat_ms;
+                tat = v.tat_us;
             }
         }
         assert_eq!(passed, 61);
@@ -192,6 +196,6 @@ mod tests {
         let read: Vec<_> = limits(table).collect();
         let per_user = Limit { name: "per-user", requests: 100, per_secs: 60, burst: 20, fields: true };
         assert_eq!(read, [Some(per_user), None, None]);
-        assert_eq!(read[0].unwrap().interval_ms(), 600);
+        assert_eq!(read[0].unwrap().interval_us(), 600_000);
     }
 }

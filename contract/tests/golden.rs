@@ -161,11 +161,11 @@ fn the_golden_limit_vectors_are_gcras() {
             burst: number(&l["burst"]) as u32,
             fields: true,
         };
-        let got: Verdict = limit.count(number(&case["stored_tat_ms"]), number(&case["now_ms"]));
+        let got: Verdict = limit.count(number(&case["stored_tat_us"]), number(&case["now_us"]));
         let e = &case["expect"];
         let expect = Verdict {
             allowed: e["allowed"].as_bool().expect("allowed"),
-            tat_ms: number(&e["tat_ms"]),
+            tat_us: number(&e["tat_us"]),
             remaining: number(&e["remaining"]) as u32,
             reset_secs: number(&e["reset_secs"]) as u32,
             retry_after_secs: number(&e["retry_after_secs"]) as u32,
@@ -184,7 +184,7 @@ fn the_golden_limit_vectors_are_gcras() {
         };
         let verdict = Verdict {
             allowed: true,
-            tat_ms: 0,
+            tat_us: 0,
             remaining: number(&field["remaining"]) as u32,
             reset_secs: number(&field["reset_secs"]) as u32,
             retry_after_secs: 0,
