@@ -48,10 +48,16 @@ fn as_json(decision: &Decision<'_>) -> Value {
                     Operation::AddResponseField(n, v) => json!(["add_response", n, v]),
                 })
                 .collect();
-            json!({ "forward": {
+            let mut written = json!({
                 "origin": forward.origin, "path": forward.path, "operations": operations,
                 "labels": labels_json(&forward.labels),
-            } })
+            });
+            // The buckets to count (`=` lines), written only when there are any.
+            let buckets: Vec<Value> = forward.buckets().map(|b| json!([b.limit, b.key])).collect();
+            if !buckets.is_empty() {
+                written["buckets"] = json!(buckets);
+            }
+            json!({ "forward": written })
         }
         Decision::Answer(answer) => {
             let fields: Vec<Value> = answer.fields().map(|(n, v)| json!([n, v])).collect();
@@ -189,6 +195,9 @@ fn the_golden_limit_vectors_are_gcras() {
             reset_secs: number(&field["reset_secs"]) as u32,
             retry_after_secs: 0,
         };
-        assert_eq!(gateway_contract::limits::ratelimit_field(&limit, &verdict), field["ratelimit"].as_str().unwrap());
+        assert_eq!(
+            gateway_contract::limits::ratelimit_field(&limit, &verdict),
+            field["ratelimit"].as_str().unwrap()
+        );
     }
 }

@@ -29,10 +29,15 @@ const gatewayWorker :Workerd.Worker = (
     (name = "gateway.mjs", esModule = embed "gateway.mjs"),
     (name = "keys.mjs", esModule = embed "keys.mjs"),
     (name = "observe.mjs", esModule = embed "observe.mjs"),
+    (name = "limits.mjs", esModule = embed "limits.mjs"),
     (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
   ],
   compatibilityDate = "2026-05-01",
   bindings = [
+    # The rate-limit buckets of a module with [[limits]]: one GatewayLimiter
+    # Durable Object per bucket key (worker.mjs). Without it such a module
+    # refuses the requests its limits cover (500), never forwards them uncounted.
+    (name = "LIMITS", durableObjectNamespace = "GatewayLimiter"),
     # Optional "FROM=TO[,FROM=TO]" upstream base URL mapping (tests); null when unset.
     (name = "UPSTREAM_OVERRIDE", fromEnvironment = "GATEWAY_UPSTREAM_OVERRIDE"),
     # One JSON line per decision on stdout: off (unset), on, or a share
@@ -49,4 +54,15 @@ const gatewayWorker :Workerd.Worker = (
     # among the services.
   ],
   globalOutbound = "upstreams",
+  durableObjectNamespaces = [
+    # uniqueKey derives the objects' ids; keep it when redeploying, or the
+    # buckets start full again.
+    (className = "GatewayLimiter", uniqueKey = "edge-gateway-limits"),
+  ],
+  # Buckets live for the life of the process (a restart fills them all).
+  # For buckets that outlive restarts, store them on disk:
+  #   durableObjectStorage = (localDisk = "limits-disk"),
+  # with (name = "limits-disk", disk = (path = "/var/lib/gateway/limits", writable = true))
+  # among the services.
+  durableObjectStorage = (inMemory = void),
 );

@@ -8,6 +8,7 @@
 // WebAssembly), so the same code runs in workerd and, for its unit tests, in
 // Node.js. A module that fetches keys at run time gets them through keys.mjs.
 import { KeyFetcher, readKeySources } from "./keys.mjs";
+import { LimitsNotBound, bindingCounter, countBuckets, readLimits } from "./limits.mjs";
 
 /** The contract version this host understands (worker/ABI.md). */
 export const ABI_VERSION = 5;
@@ -26,6 +27,8 @@ const PUBLIC = 1;
 const FAILED_LABELS = { outcome: MODULE_FAILED, rule: null, route: null, issuer: null, cache: "none" };
 /** The host's 502 answers, told apart from an upstream's own 502. */
 const UPSTREAM_FAILED = new WeakSet();
+/** The counter of a host with no counting bound: it refuses every bucket. */
+const NOT_BOUND = bindingCounter({});
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -230,6 +233,11 @@ export class Gateway {
     this.now = options.now ?? (() => Date.now() / 1000);
     /** What each decision is reported to (observe.mjs's Observer), or null. */
     this.observer = null;
+    /**
+     * What counts the buckets of a forward (limits.mjs's bindingCounter), or
+     * null: a forward with buckets is then refused, not forwarded uncounted.
+     */
+    this.counter = options.counter ?? null;
     /** How many instances were made: 1, plus one after each trap. */
     this.instances = 0;
     /** The installed keys after the last install, for a fresh instance; null before. */
@@ -335,9 +343,11 @@ export class Gateway {
     const started = Date.now();
     const failed = () => this.report(request, started, FAILED_LABELS, "gateway module failed", hostError(500, "gateway module failed"));
     let decision;
+    const input = contextLine(request) + requestHead(request);
+    const now = this.now();
     try {
       this.instance ??= this.instantiate();
-      const { status, output } = this.instance.decide(contextLine(request) + requestHead(request), this.now());
+      const { status, output } = this.instance.decide(input, now);
       decision = readOutput(status, output);
     } catch (error) {
       // A trap is a bug in the module (ABI.md: it never traps): drop the
@@ -347,18 +357,61 @@ export class Gateway {
       return failed();
     }
     if (decision === null) return failed();
-    if (decision.forward) return this.report(request, started, decision.forward.labels, "", this.forward(request, decision.forward));
-    const { status, fields, body, refresh_keys: refresh, labels, reason } = decision.answer;
-    if (refresh !== undefined) this.keys?.requested(refresh, waitUntil);
+    const plan = decision.forward;
+    if (plan?.buckets.length > 0) return this.countThenForward(request, started, plan, input, now);
+    if (plan) return this.report(request, started, plan.labels, "", this.forward(request, plan));
+    if (decision.answer.refresh_keys !== undefined) this.keys?.requested(decision.answer.refresh_keys, waitUntil);
+    return this.answer(request, started, decision.answer) ?? failed();
+  }
+
+  /** The module's answer as a Response, reported; null when it cannot be sent. */
+  answer(request, started, { status, fields, body, labels, reason }) {
     let response;
     try {
       // A 204 (or any null-body status) has no body.
       response = new Response(NULL_BODY.has(status) ? null : body, { status, headers: fields });
     } catch (error) {
       console.error(`gateway: the module's answer cannot be sent: ${error}`);
-      return failed();
+      return null;
     }
     return this.report(request, started, labels, reason, response);
+  }
+
+  /**
+   * A forward with buckets (ABI.md, "Rate limits"): each counted in order;
+   * the first that refuses gets the module's 429 instead of a forward; when
+   * all allow, the forward with a `ratelimit` field per limit whose fields
+   * are on. A counter not bound, or failing, refuses (500, 503).
+   */
+  async countThenForward(request, started, plan, input, now) {
+    let counted;
+    const host = (status, why) => this.report(request, started, { ...plan.labels, outcome: MODULE_FAILED }, why, hostError(status, why));
+    try {
+      this.limits ??= readLimits(this.labelTable());
+      counted = await countBuckets(plan.buckets, this.limits, this.counter ?? NOT_BOUND);
+    } catch (error) {
+      const bound = !(error instanceof LimitsNotBound);
+      console.error(`gateway: rate limit ${bound ? "counting failed" : "not bound"}, request refused: ${error.message} (deploy/workerd/README.md, "Rate limits")`);
+      return bound ? host(503, "rate limit counter unavailable") : host(500, "rate limits not bound");
+    }
+    if (counted.refused === undefined) {
+      for (const value of counted.fields) plan.responseAdd.push(["ratelimit", value]);
+      return this.report(request, started, plan.labels, "", this.forward(request, plan));
+    }
+    let answer = null;
+    try {
+      // Decided again at the same clock (other requests may have used the
+      // instance while the buckets were counted), then asked for the 429.
+      this.instance ??= this.instantiate();
+      this.instance.decide(input, now);
+      const clamp = (n) => Math.min(n, 0x7fffffff);
+      const status = this.instance.exports.limited(counted.refused, clamp(counted.verdict.retry_after_secs), clamp(counted.verdict.reset_secs));
+      answer = readOutput(status >>> 0, this.instance.output())?.answer ?? null;
+    } catch (error) {
+      this.instance = null;
+      console.error(`gateway: module failed in limited, instance discarded: ${error}`);
+    }
+    return (answer && this.answer(request, started, answer)) ?? host(500, "gateway module failed");
   }
 
   /**
@@ -438,6 +491,8 @@ const TEXT = /^[\t\n\x20-\x7e]*$/;
 const TARGET = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@\/?%]*$/;
 const AUTHORITY = /^[A-Za-z0-9\-._~!$&'()*+,;=:\[\]%]+$/;
 const DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+/** A bucket line: `=<limit, 2 lower-case hex digits> <key>`, the key printable ASCII without spaces. */
+const BUCKET = /^=([0-9a-f]{2}) ([\x21-\x7e]+)$/;
 
 /** `name:value` of a field line without its marker, or null when it breaks the format. */
 function readField(text) {
@@ -465,8 +520,9 @@ function readLabels(line) {
 /**
  * The decision in the module's output (worker/ABI.md, "The decision"), with
  * the contract crate's rules (contract/src/decision.rs; both are held to
- * contract/golden/decisions.json): `{ forward: { origin, path, labels, drop,
- * set, responseDrop, responseAdd } }` for status 200, `{ answer: { status,
+ * contract/golden/decisions.json): `{ forward: { origin, path, labels,
+ * buckets, drop, set, responseDrop, responseAdd } }` for status 200 (buckets:
+ * `{ limit, key }` from the `=` lines), `{ answer: { status,
  * error, reason, labels, fields, body } }` otherwise, or null when the
  * output breaks the format (the host then answers 500 and executes nothing).
  */
@@ -514,8 +570,15 @@ function readForward(lines) {
   if (path === undefined || !TARGET.test(path)) return null;
   const labels = readLabels(labelLine);
   if (labels === null) return null;
-  const plan = { origin, path, labels, drop: [], set: [], responseDrop: [], responseAdd: [] };
-  for (const op of ops) {
+  const plan = { origin, path, labels, buckets: [], drop: [], set: [], responseDrop: [], responseAdd: [] };
+  // The `=` lines (the buckets to count) come first, right after the labels.
+  let first = 0;
+  for (; first < ops.length && ops[first].startsWith("="); first++) {
+    const bucket = BUCKET.exec(ops[first]);
+    if (bucket === null) return null;
+    plan.buckets.push({ limit: parseInt(bucket[1], 16), key: bucket[2] });
+  }
+  for (const op of ops.slice(first)) {
     const marker = op.slice(0, 1);
     const rest = op.slice(1);
     if ((marker === "-" || marker === "!") && NAME.test(rest)) {

@@ -274,7 +274,7 @@ const TRIGGER_WORKER = `export default {
 function workerdConfigFor(wasm, trigger, analytics) {
   if (wasm === WASM && !trigger && !analytics) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
-  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs", "limits.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
   let config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
   if (trigger) {

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 import binaryen from "binaryen";
-import { Gateway, MODULE_FAILED, contextLine, parseUpstreamOverride, readDecision, requestHead, requestTarget } from "../gateway.mjs";
+import { ABI_VERSION, Gateway, MODULE_FAILED, contextLine, parseUpstreamOverride, readDecision, requestHead, requestTarget } from "../gateway.mjs";
 import { FIXTURE_WASM, mintToken, readFixture, startEcho } from "../harness.mjs";
 
 const config = readFixture();
@@ -23,7 +23,7 @@ const token = (claims) => mintToken(config.key, { iss: config.issuer, exp: now()
  * address) starts with "TRAP", and otherwise answers 401 "bearer token required".
  * Each instance counts its calls in a global, so a fresh one starts at 0.
  */
-function fakeModule(abiVersion = 4) {
+function fakeModule(abiVersion = ABI_VERSION) {
   const answer =
     '\nbearer token required\n#1bffffffffff -\n>www-authenticate:Bearer realm="t"\n>content-type:application/json\n{"error_description":"bearer token required"}';
   const watString = [...answer].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
@@ -110,7 +110,10 @@ describe("request head", () => {
           ...got.forward.responseDrop.map((n) => ["drop_response", n]),
           ...got.forward.responseAdd.map(([n, v]) => ["add_response", n, v]),
         ];
-        assert.deepEqual({ origin: got.forward.origin, path: got.forward.path, operations: ops, labels: got.forward.labels }, expect.forward, name);
+        const read = { origin: got.forward.origin, path: got.forward.path, operations: ops, labels: got.forward.labels };
+        // The golden file writes the buckets only for a forward that has some.
+        if (got.forward.buckets.length > 0) read.buckets = got.forward.buckets.map(({ limit, key }) => [limit, key]);
+        assert.deepEqual(read, expect.forward, name);
       } else {
         assert.deepEqual(got.answer, expect.answer, name);
       }
@@ -244,6 +247,6 @@ describe("module failures", () => {
   });
 
   test("a module of another ABI version is refused", () => {
-    assert.throws(() => new Gateway(fakeModule(1)), /ABI version 1; this host understands 4/);
+    assert.throws(() => new Gateway(fakeModule(1)), new RegExp(`ABI version 1; this host understands ${ABI_VERSION}`));
   });
 });
