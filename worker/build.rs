@@ -13,8 +13,15 @@ use std::path::PathBuf;
 use gateway_config::PublicAlg;
 
 /// Every policy cfg the worker's code tests for.
-const POLICY_CFGS: [&str; 6] =
-    ["policy_rules", "policy_cors", "policy_claims", "policy_sources", "policy_issuers", "runtime_keys"];
+const POLICY_CFGS: [&str; 7] = [
+    "policy_rules",
+    "policy_cors",
+    "policy_claims",
+    "policy_sources",
+    "policy_issuers",
+    "runtime_keys",
+    "policy_limits",
+];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));

@@ -292,6 +292,8 @@ pub fn parse(
         payload_header: raw.payload_header,
         cors: raw.cors,
         upstreams: raw.upstreams,
+        limits: raw.limits,
+        default_limits: raw.default_limits,
     };
     let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
     let (policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
@@ -391,6 +393,7 @@ impl GatewayConfig {
                 self.issuers.len() > 1 || self.issuers.iter().any(|i| !i.audiences.is_empty()),
             ),
             ("runtime_keys", self.issuers.iter().any(|i| i.fetch.is_some())),
+            ("policy_limits", !policy.limits.table.is_empty()),
         ]
         .into_iter()
         .filter_map(|(cfg, used)| used.then_some(cfg))

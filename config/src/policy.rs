@@ -10,7 +10,7 @@
 //! module does not set itself and that no HTTP stack owns.
 
 use crate::error::ConfigErrorKind;
-use crate::raw::{RawClaimHeader, RawCors, RawRule, RawTokenSource, RawUpstreams};
+use crate::raw::{RawClaimHeader, RawCors, RawLimit, RawRule, RawTokenSource, RawUpstreams};
 use crate::{MAX_CLAIM_NAME, MAX_POLICY_CLAIMS, MAX_TEXT_LEN, RouteConfig};
 
 /// The policy entries of the TOML.
@@ -22,6 +22,8 @@ pub(crate) struct Input {
     pub payload_header: Option<String>,
     pub cors: Option<RawCors>,
     pub upstreams: Option<RawUpstreams>,
+    pub limits: Vec<RawLimit>,
+    pub default_limits: Option<Vec<String>>,
 }
 
 /// The policies, in the form the worker reads.
@@ -43,6 +45,8 @@ pub struct PolicyConfig {
     pub payload_header: Option<String>,
     /// How the servers behind the gateway may read a request.
     pub readings: ReadingsConfig,
+    /// Rate limits and the requests they apply to.
+    pub limits: LimitsConfig,
 }
 
 /// The readings of a request the rules must hold for (`[upstreams]`): each
@@ -246,6 +250,8 @@ const RESERVED_FIELDS: [&str; 19] = [
 /// The longest CORS max age (a day; browsers cap it lower).
 const MAX_CORS_AGE_SECS: u32 = 86_400;
 
+pub use limits::{LimitConfig, LimitKeyConfig, LimitsConfig};
+
 /// Validates and lowers the policy entries; returns the warnings too.
 pub(crate) fn read(
     input: Input,
@@ -269,9 +275,12 @@ pub(crate) fn read(
         }
     };
     let mut rules = Vec::with_capacity(input.rules.len());
-    for (i, raw) in input.rules.into_iter().enumerate() {
+    let mut rule_limits = Vec::with_capacity(input.rules.len());
+    for (i, mut raw) in input.rules.into_iter().enumerate() {
+        rule_limits.push(raw.limits.take());
         rules.push(rules::rule(&format!("rules[{i}]"), raw, routes, issuers, &mut claims)?);
     }
+    let limits = limits::read(input.limits, input.default_limits, &rules, rule_limits, &mut claims)?;
     if let Some((i, rule)) =
         rules.iter().enumerate().find(|(i, r)| rules[..*i].iter().any(|o| o.name == r.name))
     {
@@ -323,6 +332,7 @@ pub(crate) fn read(
         claim_headers,
         payload_header,
         readings,
+        limits,
     };
     Ok((policy, warnings))
 }
@@ -455,8 +465,11 @@ fn route_index(entry: &str, aud: &str, routes: &[RouteConfig]) -> Result<u16, Co
 }
 
 mod cors;
+pub mod limits;
 mod order;
 mod rules;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+use tests as tests_support;

@@ -57,6 +57,21 @@ pub(crate) struct RawConfig {
     pub payload_header: Option<String>,
     pub cors: Option<RawCors>,
     pub upstreams: Option<RawUpstreams>,
+    #[serde(default)]
+    pub limits: Vec<RawLimit>,
+    pub default_limits: Option<Vec<String>>,
+}
+
+/// `[[limits]]`: one rate limit.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimit {
+    pub name: String,
+    pub requests: u64,
+    pub per_secs: u64,
+    pub burst: Option<u64>,
+    pub by: String,
+    pub fields: Option<bool>,
 }
 
 /// `[upstreams]`: how the servers behind the gateway may read a request.
@@ -136,6 +151,7 @@ pub(crate) struct RawRule {
     pub roles: Option<RawRoles>,
     pub claims: Option<BTreeMap<String, toml::Value>>,
     pub issuers: Option<Vec<String>>,
+    pub limits: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]

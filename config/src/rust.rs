@@ -172,7 +172,7 @@ fn policy_rust(config: &GatewayConfig) -> String {
     let r = &policy.readings;
     let rule_names: Vec<String> = policy.rules.iter().map(|rule| rule.name.clone()).collect();
     format!(
-        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {} }}",
+        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {}, limits: {} }}",
         rules.join(", "),
         sources.join(", "),
         strs(&policy.claims),
@@ -189,7 +189,35 @@ fn policy_rust(config: &GatewayConfig) -> String {
             .rules
             .iter()
             .any(|rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/'))),
-        strs(&rule_names)
+        strs(&rule_names),
+        limits_rust(&policy.limits)
+    )
+}
+
+fn limits_rust(limits: &crate::policy::LimitsConfig) -> String {
+    use crate::policy::LimitKeyConfig;
+    let table: Vec<String> = limits
+        .table
+        .iter()
+        .map(|l| {
+            let by = match l.by {
+                LimitKeyConfig::Subject => "LimitKey::Subject".to_owned(),
+                LimitKeyConfig::Claim(claim) => format!("LimitKey::Claim({claim})"),
+                LimitKeyConfig::ClientAddress => "LimitKey::ClientAddress".to_owned(),
+                LimitKeyConfig::Route => "LimitKey::Route".to_owned(),
+            };
+            format!(
+                "Limit {{ name: {:?}, requests: {}, per_secs: {}, burst: {}, by: {by}, fields: {} }}",
+                l.name, l.requests, l.per_secs, l.burst, l.fields
+            )
+        })
+        .collect();
+    let by_rule: Vec<String> = limits.by_rule.iter().map(|l| format!("&{l:?}")).collect();
+    format!(
+        "Limits {{ table: &[{}], by_rule: &[{}], unmatched: &{:?} }}",
+        table.join(", "),
+        by_rule.join(", "),
+        limits.unmatched
     )
 }
 

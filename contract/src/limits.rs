@@ -47,8 +47,13 @@ impl<'a> Limit<'a> {
             "0" => false,
             _ => return None,
         };
-        let limit =
-            Limit { name, requests: number(requests)?, per_secs: number(per)?, burst: number(burst)?, fields };
+        let limit = Limit {
+            name,
+            requests: number(requests)?,
+            per_secs: number(per)?,
+            burst: number(burst)?,
+            fields,
+        };
         (!name.is_empty()).then_some(limit)
     }
 
@@ -141,6 +146,20 @@ pub mod fields {
     pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
 }
 
+impl crate::Encoder<'_> {
+    /// One `limit` line of the label table, after a separator unless `first`.
+    pub fn limit_line(&mut self, first: bool, limit: &Limit<'_>) -> Result<(), crate::Full> {
+        let separator: &[u8] = if first { b"" } else { b"\n" };
+        self.extend_value(&[separator, b"limit ", limit.name.as_bytes(), b" "])?;
+        self.extend_decimal(limit.requests)?;
+        self.extend_value(&[b" "])?;
+        self.extend_decimal(limit.per_secs)?;
+        self.extend_value(&[b" "])?;
+        self.extend_decimal(limit.burst)?;
+        self.extend_value(&[if limit.fields { b" 1" } else { b" 0" }])
+    }
+}
+
 /// The limits of a module's label table, in index order.
 pub fn limits(table: &str) -> impl Iterator<Item = Option<Limit<'_>>> {
     table.split('\n').filter_map(|line| line.strip_prefix("limit ").map(Limit::parse))
@@ -197,5 +216,9 @@ mod tests {
         let per_user = Limit { name: "per-user", requests: 100, per_secs: 60, burst: 20, fields: true };
         assert_eq!(read, [Some(per_user), None, None]);
         assert_eq!(read[0].unwrap().interval_us(), 600_000);
+        let mut buf = [0u8; 64];
+        let mut out = crate::Encoder::new(&mut buf);
+        out.limit_line(true, &per_user).expect("room");
+        assert_eq!(out.as_bytes(), b"limit per-user 100 60 20 1");
     }
 }

@@ -243,6 +243,35 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
                 |rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/')),
             ),
         },
+        limits: limits_of(&policy.limits),
+    }
+}
+
+fn limits_of(limits: &gateway_config::policy::LimitsConfig) -> worker::config::Limits<'static> {
+    use gateway_config::policy::LimitKeyConfig;
+    use worker::config::{Limit, LimitKey};
+    let table: Vec<Limit<'static>> = limits
+        .table
+        .iter()
+        .map(|l| Limit {
+            name: leak(&l.name),
+            requests: l.requests,
+            per_secs: l.per_secs,
+            burst: l.burst,
+            by: match l.by {
+                LimitKeyConfig::Subject => LimitKey::Subject,
+                LimitKeyConfig::Claim(claim) => LimitKey::Claim(claim),
+                LimitKeyConfig::ClientAddress => LimitKey::ClientAddress,
+                LimitKeyConfig::Route => LimitKey::Route,
+            },
+            fields: l.fields,
+        })
+        .collect();
+    let by_rule: Vec<&'static [u8]> = limits.by_rule.iter().map(|l| leak_slice(l)).collect();
+    worker::config::Limits {
+        table: Box::leak(table.into_boxed_slice()),
+        by_rule: Box::leak(by_rule.into_boxed_slice()),
+        unmatched: leak_slice(&limits.unmatched),
     }
 }
 

@@ -45,6 +45,7 @@ pub const SCRATCH_CAPACITY: usize = OUTPUT_CAPACITY + MAX_TARGET_LEN + 4 * TOKEN
 #[repr(C, align(4096))]
 pub struct Instance {
     output_len: usize,
+    named: crate::limits::Named,
     cache: TokenCache,
     scratch: [u8; SCRATCH_CAPACITY],
     input: [u8; INPUT_CAPACITY],
@@ -60,6 +61,7 @@ impl Instance {
     pub const fn new() -> Self {
         Instance {
             output_len: 0,
+            named: crate::limits::Named::NONE,
             cache: TokenCache::new(),
             scratch: [0; SCRATCH_CAPACITY],
             input: [0; INPUT_CAPACITY],
@@ -87,7 +89,22 @@ impl Instance {
             None => decide::reject(Rejection::HeadTooLarge, config, &mut self.scratch),
         };
         self.output_len = answer.output.len();
+        self.named = answer.named;
         u32::from(answer.status)
+    }
+
+    /// Writes the 429 that replaces the last forward (`ABI.md`, "Rate
+    /// limits"): its bucket at position `bucket` was spent; one request
+    /// passes again in `retry_after` seconds, the bucket is full in
+    /// `reset`. Returns 429, or 500 with no output when the last decision
+    /// named no such bucket.
+    #[cfg(policy_limits)]
+    pub fn limited(&mut self, bucket: u32, retry_after: u32, reset: u32, config: &Config<'_>) -> u32 {
+        let out = &mut self.scratch[..OUTPUT_CAPACITY];
+        let written = crate::limits::write_limited(&self.named, bucket, retry_after, reset, config, out);
+        let (status, len) = written.unwrap_or((500, 0));
+        self.output_len = len;
+        u32::from(status)
     }
 
     /// Writes the route table into the output (`ABI.md`, "Routes"), so a
@@ -104,9 +121,9 @@ impl Instance {
     }
 
     /// Writes the label table into the output (`ABI.md`, "Labels"): each
-    /// rule's name, then each issuer's `iss`, so that hosts name what a
+    /// rule's name, then each issuer's `iss`, then each rate limit, so that hosts name what a
     /// decision's label line numbers with the config's own names.
-    #[cfg(any(policy_rules, policy_issuers, runtime_keys))]
+    #[cfg(any(policy_rules, policy_issuers, runtime_keys, policy_limits))]
     pub fn labels(&mut self, config: &Config<'_>) -> u32 {
         use contract::outcome::LabelName;
         let mut out = contract::Encoder::new(&mut self.scratch[..OUTPUT_CAPACITY]);
@@ -117,6 +134,16 @@ impl Instance {
         for issuer in config.issuers {
             let name = LabelName::Issuer(issuer.iss.unwrap_or("-"));
             written = written.and_then(|()| out.label_name(out.written() == 0, &name));
+        }
+        for l in config.policy.limits.table {
+            let limit = contract::limits::Limit {
+                name: l.name,
+                requests: l.requests,
+                per_secs: l.per_secs,
+                burst: l.burst,
+                fields: l.fields,
+            };
+            written = written.and_then(|()| out.limit_line(out.written() == 0, &limit));
         }
         self.output_len = if written.is_ok() { out.written() } else { 0 };
         self.output_len as u32
@@ -193,10 +220,19 @@ mod exports {
     /// Writes the label table to the output and returns its length. A
     /// module with no rules, one issuer and no fetched keys has none: its
     /// hosts label the issuer `0`.
-    #[cfg(any(policy_rules, policy_issuers, runtime_keys))]
+    #[cfg(any(policy_rules, policy_issuers, runtime_keys, policy_limits))]
     #[unsafe(no_mangle)]
     pub extern "C" fn labels() -> u32 {
         instance().labels(compiled_config())
+    }
+
+    /// Writes the 429 that replaces the last forward, whose bucket at
+    /// position `bucket` was spent, and returns its status (`ABI.md`,
+    /// "Rate limits").
+    #[cfg(policy_limits)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn limited(bucket: u32, retry_after: u32, reset: u32) -> u32 {
+        instance().limited(bucket, retry_after, reset, compiled_config())
     }
 
     /// Writes the key-source table to the output and returns its length.

@@ -38,6 +38,9 @@ pub struct AnswerContext<'x> {
     /// What the request path knew when it answered: the rule, the route,
     /// the issuer (the outcome is the rejection's).
     pub labels: Labels,
+    /// For a 429, the bucket that was spent (`crate::limits`).
+    #[cfg(policy_limits)]
+    pub limited: Option<crate::limits::Refusal>,
 }
 
 /// Writes the answer to `rejection`; its status is `rejection.status()`.
@@ -72,6 +75,10 @@ pub fn write_rejection(
             out.extend_value(&[b", scope=\"", context.scope.as_bytes(), b"\""])?;
         }
     }
+    #[cfg(policy_limits)]
+    if let Some(refusal) = &context.limited {
+        crate::limits::write_refusal_fields(out, refusal, config)?;
+    }
     out.add_response_field("content-type", &[contract::fields::JSON.as_bytes()])?;
     if let (true, Some(origin), Some(cors)) = (cfg!(policy_cors), context.cors, config.policy.cors.as_ref()) {
         cors::write_response_fields(out, origin, cors)?;
@@ -79,6 +86,17 @@ pub fn write_rejection(
     out.body(&[b"{"])?;
     if !code.is_empty() {
         out.extend_value(&[b"\"error\":\"", code.as_bytes(), b"\","])?;
+    }
+    #[cfg(policy_limits)]
+    if let Some(refusal) = &context.limited {
+        let name = crate::limits::name(refusal, config).as_bytes();
+        return out.extend_value(&[
+            b"\"error_description\":\"",
+            reason.as_bytes(),
+            b"\",\"limit\":\"",
+            name,
+            b"\"}",
+        ]);
     }
     out.extend_value(&[b"\"error_description\":\"", reason.as_bytes(), b"\"}"])
 }

@@ -120,6 +120,56 @@ pub struct Policy<'c> {
     /// Each rule's name (`name`, or `rules[i]`), by index: what hosts label
     /// the rule with (the `labels` export).
     pub rule_names: &'c [&'c str],
+    /// Rate limits, and which of them each request falls under.
+    pub limits: Limits<'c>,
+}
+
+/// Rate limits (`crate::limits`): the table hosts count with, and the
+/// limits of each rule's requests.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits<'c> {
+    /// Every limit; a decision names them by index.
+    pub table: &'c [Limit<'c>],
+    /// For each rule (by index), the limits its forwards fall under.
+    pub by_rule: &'c [&'c [u8]],
+    /// The limits of a forward no rule matched.
+    pub unmatched: &'c [u8],
+}
+
+impl Limits<'_> {
+    /// No limits.
+    pub const NONE: Limits<'static> = Limits { table: &[], by_rule: &[], unmatched: &[] };
+}
+
+/// One rate limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit<'c> {
+    /// Its name: the start of every bucket key, and what hosts report.
+    pub name: &'c str,
+    /// Requests per `per_secs`, on average.
+    pub requests: u32,
+    /// The period, in seconds.
+    pub per_secs: u32,
+    /// At most this many at once.
+    pub burst: u32,
+    /// What a bucket is kept per.
+    pub by: LimitKey,
+    /// Whether forwards carry the RateLimit fields for it.
+    pub fields: bool,
+}
+
+/// What a limit's buckets are kept per: only what the gateway verified, or
+/// the address the host saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKey {
+    /// The issuer and the verified subject.
+    Subject,
+    /// The issuer and a verified claim (its index in [`Policy::claims`]).
+    Claim(u8),
+    /// The peer address of the context line.
+    ClientAddress,
+    /// The route: one bucket for every caller.
+    Route,
 }
 
 /// The ways the servers behind the gateway may read a path or a method
@@ -173,6 +223,7 @@ impl Policy<'_> {
         payload_header: None,
         readings: Readings::ALL,
         rule_names: &[],
+        limits: Limits::NONE,
     };
 }
 

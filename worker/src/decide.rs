@@ -17,6 +17,7 @@ use crate::http::{target, tokens};
 use crate::jose::claims::{self, Verified};
 use crate::jose::{header, jws, signature};
 use crate::keys::{FetchedKeys, Lookup};
+use crate::limits::Named;
 use crate::policy;
 use crate::reject::Rejection;
 
@@ -32,6 +33,9 @@ pub struct Outcome<'a> {
     pub status: u16,
     /// The decision in the output format of `ABI.md`.
     pub output: &'a [u8],
+    /// For a forward that names buckets, what `limited` needs to replace
+    /// it with a 429 (`crate::limits`).
+    pub named: Named,
 }
 
 /// Decides one request with the config's compiled keys. `input` is what
@@ -67,7 +71,7 @@ fn decide_with<'a>(
     cache: Option<&mut TokenCache>,
 ) -> Outcome<'a> {
     if scratch.len() < OUTPUT_CAPACITY {
-        return Outcome { status: 500, output: &[] };
+        return Outcome { status: 500, output: &[], named: Named::NONE };
     }
     let (out, rest) = scratch.split_at_mut(OUTPUT_CAPACITY);
     let mut arena = Arena::new(rest);
@@ -76,7 +80,7 @@ fn decide_with<'a>(
     let mut keys = Lookup::new(fetched);
     let decided = clock(now)
         .and_then(|now| decide(input, now, config, &mut keys, &mut arena, &mut encoder, cache, &mut context))
-        .map(|status| (status, encoder.written()));
+        .map(|(status, named)| (status, encoder.written(), named));
     if cfg!(runtime_keys) {
         context.refresh_keys = keys.refresh;
     }
@@ -88,7 +92,7 @@ fn decide_with<'a>(
 pub fn reject<'a>(rejection: Rejection, config: &Config<'_>, scratch: &'a mut [u8]) -> Outcome<'a> {
     match scratch.get_mut(..OUTPUT_CAPACITY) {
         Some(out) => finish(Err(rejection), config, &AnswerContext::default(), out),
-        None => Outcome { status: 500, output: &[] },
+        None => Outcome { status: 500, output: &[], named: Named::NONE },
     }
 }
 
@@ -106,7 +110,7 @@ fn decide<'x>(
     out: &mut Encoder<'_>,
     cache: Option<&mut TokenCache>,
     answer_context: &mut AnswerContext<'x>,
-) -> Result<u16, Rejection> {
+) -> Result<(u16, Named), Rejection> {
     let (context, head_bytes) = contract::context::split(input).map_err(|_| Rejection::InvalidContext)?;
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let head = request::parse(head_bytes, &mut fields)?;
@@ -125,12 +129,14 @@ fn decide<'x>(
         answer_context.cors = None;
         if let cors::Preflight::Answer(origin) = cors::check_preflight(&head, &cross_origin, &access, config)?
         {
-            return cors::write_preflight(out, origin, config, &answer_context.labels).map(|()| 204);
+            return cors::write_preflight(out, origin, config, &answer_context.labels)
+                .map(|()| (204, Named::NONE));
         }
         // Forwarded as any request of its rule, which is public.
         cross_origin = CrossOrigin::None;
     }
-    let grant = match access {
+    #[cfg_attr(not(policy_limits), allow(unused_mut))]
+    let mut grant = match access {
         Access::Public { route } => {
             answer_context.labels.outcome = PUBLIC;
             answer_context.labels.route = Some(route);
@@ -157,6 +163,10 @@ fn decide<'x>(
         }
         Access::Deny { status } => return Err(policy::denied(status)),
     };
+    #[cfg(policy_limits)]
+    {
+        grant.limits = crate::limits::of_rule(config, answer_context.labels.rule);
+    }
     forward::write_plan(
         out,
         &grant,
@@ -168,7 +178,11 @@ fn decide<'x>(
         &answer_context.labels,
         arena,
     )?;
-    Ok(200)
+    #[cfg(policy_limits)]
+    let named = crate::limits::named(&grant, &answer_context.labels, cross_origin.allowed(), config);
+    #[cfg(not(policy_limits))]
+    let named = Named::NONE;
+    Ok((200, named))
 }
 
 /// Verifies `token` (or finds it verified in `cache`) and checks its claims
@@ -266,23 +280,23 @@ pub fn clock(now: f64) -> Result<u64, Rejection> {
 /// Turns the outcome into the decision: the one already written (its
 /// status and length), or the rejection written over whatever was.
 fn finish<'a>(
-    decided: Result<(u16, usize), Rejection>,
+    decided: Result<(u16, usize, Named), Rejection>,
     config: &Config<'_>,
     context: &AnswerContext<'_>,
     out: &'a mut [u8],
 ) -> Outcome<'a> {
-    let (status, len) = match decided {
+    let (status, len, named) = match decided {
         Ok(decided) => decided,
         Err(rejection) => {
             let mut writer = Encoder::new(&mut *out);
             match answer::write_rejection(&mut writer, rejection, config, context) {
-                Ok(()) => (rejection.status(), writer.written()),
-                Err(_) => (500, 0),
+                Ok(()) => (rejection.status(), writer.written(), Named::NONE),
+                Err(_) => (500, 0, Named::NONE),
             }
         }
     };
     let out: &'a [u8] = out;
-    Outcome { status, output: &out[..len] }
+    Outcome { status, output: &out[..len], named }
 }
 
 #[cfg(test)]

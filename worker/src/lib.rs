@@ -40,6 +40,7 @@ pub mod decide;
 mod http;
 mod jose;
 pub mod keys;
+pub mod limits;
 mod policy;
 mod reject;
 mod route;

@@ -342,6 +342,9 @@ rejections! {
     InvalidClock => (500, NONE, "host clock invalid"),
     /// The host's connection line (scheme and peer address) is malformed.
     InvalidContext => (500, NONE, "host context invalid"),
+    /// A bucket the forward falls in is spent, as the host counted it: the
+    /// answer `limited` writes in place of the forward (`crate::limits`).
+    RateLimited => (429, NONE, "rate limit exceeded") if policy_limits,
 }
 
 impl From<contract::Full> for Rejection {
@@ -431,6 +434,7 @@ mod tests {
         (Rejection::ScratchExhausted, 500, "", "gateway scratch space exhausted"),
         (Rejection::InvalidClock, 500, "", "host clock invalid"),
         (Rejection::InvalidContext, 500, "", "host context invalid"),
+        (Rejection::RateLimited, 429, "", "rate limit exceeded"),
     ];
 
     #[test]
@@ -476,6 +480,7 @@ mod tests {
                 }
                 #[cfg(runtime_keys)]
                 (503, None) => assert_eq!(*rejection, Rejection::KeysUnavailable),
+                (429, None) => assert_eq!(*rejection, Rejection::RateLimited),
                 (500, None) => {}
                 other => panic!("{rejection:?}: {other:?}"),
             }

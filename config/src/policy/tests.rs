@@ -16,14 +16,14 @@ upstream = "http://127.0.0.1:2"
 "#;
 
 /// The base config with `extra`: its top-level keys first, its tables after.
-fn parse(extra: &str) -> Result<GatewayConfig, ConfigError> {
+pub(super) fn parse(extra: &str) -> Result<GatewayConfig, ConfigError> {
     let split = extra.find("\n[").map_or(extra.len(), |i| i + 1);
     let split = if extra.starts_with('[') { 0 } else { split };
     let (top, tables) = extra.split_at(split);
     crate::parse(&format!("{top}\n{BASE}{tables}"), Path::new("gw.toml"), &|_| None)
 }
 
-fn refused(extra: &str) -> String {
+pub(super) fn refused(extra: &str) -> String {
     match parse(extra) {
         Ok(config) => panic!("accepted: {:?}", config.policy),
         Err(e) => e.to_string(),

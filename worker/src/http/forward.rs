@@ -86,12 +86,23 @@ pub struct Grant<'c, 'a> {
     pub claims: Option<ClaimValues<'a>>,
     /// The token, when one was verified (its payload may travel).
     pub token: Option<&'a [u8]>,
+    /// The rate limits it falls under (`crate::limits`), by index.
+    #[cfg(policy_limits)]
+    pub limits: &'c [u8],
 }
 
 impl<'c, 'a> Grant<'c, 'a> {
     /// A request forwarded with no token: no subject, no claims.
     pub fn public(route: &'c Route<'c>) -> Self {
-        Grant { route, subject: None, issuer: None, claims: None, token: None }
+        Grant {
+            route,
+            subject: None,
+            issuer: None,
+            claims: None,
+            token: None,
+            #[cfg(policy_limits)]
+            limits: &[],
+        }
     }
 
     /// A request whose `token` verified as `verified`.
@@ -102,6 +113,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             issuer: verified.issuer.1.iss,
             claims: Some(verified.claims),
             token: Some(token),
+            #[cfg(policy_limits)]
+            limits: &[],
         }
     }
 }
@@ -122,6 +135,8 @@ pub fn write_plan(
     let route = grant.route;
     out.forward(route.origin, &[route.base_path.as_bytes(), target.path_and_query])?;
     out.labels(labels)?;
+    #[cfg(policy_limits)]
+    crate::limits::write_buckets(out, grant, labels, context.peer, config)?;
     for (i, field) in head.fields.iter().enumerate() {
         let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
         if !seen_before && is_dropped(field.name.as_bytes(), head, config) {
@@ -152,6 +167,8 @@ pub fn write_plan(
     {
         cors::write_response_fields(out, origin, cors)?;
     }
+    #[cfg(policy_limits)]
+    crate::limits::write_policy_fields(out, grant, config)?;
     Ok(())
 }
 

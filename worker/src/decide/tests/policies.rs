@@ -35,6 +35,7 @@ const POLICY: Policy<'static> = Policy {
     payload_header: Some("x-gateway-claims"),
     readings: crate::config::Readings::ALL,
     rule_names: &["healthz", "admin", "v1-writes"],
+    limits: crate::config::Limits::NONE,
 };
 
 fn config() -> Config<'static> {

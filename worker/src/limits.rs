@@ -1,0 +1,238 @@
+//! Traffic control: the buckets a forward falls in, and the 429 that
+//! replaces it when a host's count says one is spent (`ABI.md`, "Rate
+//! limits").
+//!
+//! The module decides what is limited and by which key; the host only
+//! counts. A key is built from what the request path verified (the issuer
+//! and subject, a claim of the verified token, the route) or from the peer
+//! address the host put in the context line, never from anything else a
+//! client sends, so no client can spend another's budget or escape its
+//! own by spelling a request differently. Values are percent-encoded into
+//! printable ASCII without spaces, so two values never spell one key.
+//!
+//! A module without limits keeps only [`Named`], which is then empty.
+#![cfg_attr(not(policy_limits), allow(dead_code, unused_imports))]
+
+use contract::{Encoder, Full, Labels};
+
+use crate::config::{Config, LimitKey};
+use crate::http::forward::Grant;
+
+/// The most buckets one forward names (the config allows no more limits
+/// per rule).
+pub const MAX_BUCKETS: usize = 4;
+
+/// What `limited` needs of the forward it replaces, if the last decision
+/// was one that names buckets. Nothing in a module without limits, which
+/// keeps nothing for `limited`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Named {
+    #[cfg(policy_limits)]
+    kept: Option<Kept>,
+}
+
+/// A forward's labels, its browser origin (an index into the CORS
+/// origins) and its limits.
+#[cfg(policy_limits)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kept {
+    labels: Labels,
+    cors: Option<u8>,
+    limits: [u8; MAX_BUCKETS],
+    count: u8,
+}
+
+impl Named {
+    /// Nothing named: the last decision was no forward with buckets.
+    pub const NONE: Named = Named {
+        #[cfg(policy_limits)]
+        kept: None,
+    };
+}
+
+/// Why a forward was replaced: the bucket the host found spent, and when
+/// it has room again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The limit's index in the config's table.
+    pub limit: u8,
+    /// Seconds until one request passes again (`Retry-After`).
+    pub retry_after: u32,
+    /// Seconds until the bucket is full again (the RateLimit field's `t`).
+    pub reset: u32,
+}
+
+/// The limits a forward by rule `rule` (none: no rule matched) falls under.
+pub fn of_rule<'c>(config: &Config<'c>, rule: Option<u16>) -> &'c [u8] {
+    let limits = &config.policy.limits;
+    match rule {
+        Some(rule) => limits.by_rule.get(usize::from(rule)).copied().unwrap_or(&[]),
+        None => limits.unmatched,
+    }
+}
+
+/// What `limited` will need, for a forward whose plan was written.
+#[cfg(policy_limits)]
+pub fn named(grant: &Grant<'_, '_>, labels: &Labels, origin: Option<&str>, config: &Config<'_>) -> Named {
+    if grant.limits.is_empty() {
+        return Named::NONE;
+    }
+    let mut limits = [0; MAX_BUCKETS];
+    let count = grant.limits.len().min(MAX_BUCKETS);
+    limits[..count].copy_from_slice(&grant.limits[..count]);
+    let cors = origin.and_then(|origin| {
+        let origins = config.policy.cors.as_ref()?.origins;
+        u8::try_from(origins.iter().position(|o| *o == origin)?).ok()
+    });
+    Named { kept: Some(Kept { labels: *labels, cors, limits, count: count as u8 }) }
+}
+
+/// Writes a forward's `=` lines, right after its label line: one bucket
+/// per limit of `grant`, keyed `<name>:<kind>:<value>`.
+#[cfg(policy_limits)]
+pub fn write_buckets(
+    out: &mut Encoder<'_>,
+    grant: &Grant<'_, '_>,
+    labels: &Labels,
+    peer: &str,
+    config: &Config<'_>,
+) -> Result<(), Full> {
+    for &index in grant.limits {
+        let Some(limit) = config.policy.limits.table.get(usize::from(index)) else { continue };
+        out.bucket(index)?;
+        let issuer = labels.issuer.unwrap_or(0xff);
+        out.extend_value(&[limit.name.as_bytes(), b":"])?;
+        match limit.by {
+            LimitKey::Subject => {
+                out.extend_value(&[b"s:"])?;
+                out.extend_decimal(u32::from(issuer))?;
+                out.extend_value(&[b"."])?;
+                write_encoded(out, grant.subject.unwrap_or("").as_bytes())?;
+            }
+            LimitKey::Claim(claim) => {
+                out.extend_value(&[b"c:"])?;
+                out.extend_decimal(u32::from(issuer))?;
+                out.extend_value(&[b"."])?;
+                let value = grant.claims.and_then(|claims| claims.get(claim)).unwrap_or_default();
+                let unquoted = match value {
+                    [b'"', inner @ .., b'"'] => inner,
+                    other => other,
+                };
+                write_encoded(out, unquoted)?;
+            }
+            LimitKey::ClientAddress => {
+                out.extend_value(&[b"a:"])?;
+                write_encoded(out, peer.as_bytes())?;
+            }
+            LimitKey::Route => {
+                out.extend_value(&[b"r:"])?;
+                out.extend_decimal(u32::from(labels.route.unwrap_or(0xffff)))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds a forward's `RateLimit-Policy` fields to its response, one per
+/// limit that shows its fields; the host adds the `RateLimit` field with
+/// the counts it has.
+#[cfg(policy_limits)]
+pub fn write_policy_fields(
+    out: &mut Encoder<'_>,
+    grant: &Grant<'_, '_>,
+    config: &Config<'_>,
+) -> Result<(), Full> {
+    for &index in grant.limits {
+        if config.policy.limits.table.get(usize::from(index)).is_some_and(|l| l.fields) {
+            write_policy(out, index, config)?;
+        }
+    }
+    Ok(())
+}
+
+/// `ratelimit-policy: "<name>";q=<requests>;w=<per_secs>`.
+fn write_policy(out: &mut Encoder<'_>, index: u8, config: &Config<'_>) -> Result<(), Full> {
+    let Some(limit) = config.policy.limits.table.get(usize::from(index)) else { return Ok(()) };
+    out.add_response_field(
+        contract::limits::fields::RATELIMIT_POLICY,
+        &[b"\"", limit.name.as_bytes(), b"\";q="],
+    )?;
+    out.extend_decimal(limit.requests)?;
+    out.extend_value(&[b";w="])?;
+    out.extend_decimal(limit.per_secs)
+}
+
+/// The fields of a 429 (`Retry-After`, `RateLimit-Policy`, `RateLimit`),
+/// written by the answer writer among the answer's fields.
+pub fn write_refusal_fields(
+    out: &mut Encoder<'_>,
+    refusal: &Refusal,
+    config: &Config<'_>,
+) -> Result<(), Full> {
+    out.add_response_field("retry-after", &[])?;
+    out.extend_decimal(refusal.retry_after)?;
+    write_policy(out, refusal.limit, config)?;
+    let name = config.policy.limits.table.get(usize::from(refusal.limit)).map_or("", |l| l.name);
+    out.add_response_field(contract::limits::fields::RATELIMIT, &[b"\"", name.as_bytes(), b"\";r=0;t="])?;
+    out.extend_decimal(refusal.reset)
+}
+
+/// The name of the limit a refusal names, for the answer's body.
+pub fn name<'c>(refusal: &Refusal, config: &Config<'c>) -> &'c str {
+    config.policy.limits.table.get(usize::from(refusal.limit)).map_or("", |l| l.name)
+}
+
+/// Writes the 429 that replaces the forward `named` described, for its
+/// bucket at position `bucket` (among its `=` lines), into `out`; returns
+/// the status and the length written, or `None` when `named` has no such
+/// bucket.
+#[cfg(policy_limits)]
+pub fn write_limited(
+    named: &Named,
+    bucket: u32,
+    retry_after: u32,
+    reset: u32,
+    config: &Config<'_>,
+    out: &mut [u8],
+) -> Option<(u16, usize)> {
+    use crate::answer::{self, AnswerContext};
+    use crate::reject::Rejection;
+    let named = named.kept.as_ref()?;
+    let limit = *named.limits[..usize::from(named.count)].get(usize::try_from(bucket).ok()?)?;
+    let cors = named.cors.and_then(|i| config.policy.cors.as_ref()?.origins.get(usize::from(i)).copied());
+    let refusal = Refusal { limit, retry_after: retry_after.max(1), reset };
+    let context =
+        AnswerContext { cors, labels: named.labels, limited: Some(refusal), ..AnswerContext::default() };
+    let mut writer = Encoder::new(out);
+    answer::write_rejection(&mut writer, Rejection::RateLimited, config, &context).ok()?;
+    Some((Rejection::RateLimited.status(), writer.written()))
+}
+
+/// Writes `bytes` with every byte outside `A-Z a-z 0-9 - . _ ~ ! $ & ' (
+/// ) * + , ; = : @ /` as `%XX`.
+fn write_encoded(out: &mut Encoder<'_>, bytes: &[u8]) -> Result<(), Full> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let kept = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let run = rest.iter().position(|&b| !kept(b)).unwrap_or(rest.len());
+        out.extend_value(&[&rest[..run]])?;
+        let Some(&b) = rest.get(run) else { break };
+        out.extend_value(&[&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]])?;
+        rest = &rest[run + 1..];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_percent_encoded_so_no_two_spell_one_key() {
+        let mut buf = [0u8; 64];
+        let mut out = Encoder::new(&mut buf);
+        write_encoded(&mut out, "a b%c:d/é\"\n".as_bytes()).expect("room");
+        assert_eq!(out.as_bytes(), b"a%20b%25c:d/%C3%A9%22%0A");
+    }
+}
