@@ -25,9 +25,12 @@
 //!   VM's.
 //! - `proxy_on_done`, `proxy_on_log`: not exported: `ContextBase::onDone`
 //!   returns true and `onLog` returns, without a call.
-//! - `proxy_on_delete`: exported only with `cfg(response_edits)`, to forget
-//!   a stream's response edits whose response never came (a reset);
+//! - `proxy_on_delete`: exported only with `cfg(response_edits)` or
+//!   `cfg(limits)`, to forget a stream's response edits whose response
+//!   never came (a reset), and to count a forward with buckets then;
 //!   `ContextBase::onDelete` calls it only when exported.
+//! - `proxy_on_response_headers`: likewise, for the edits and for a rate
+//!   limit's refusal (`limits`).
 //! - `proxy_on_vm_start`, `proxy_on_configure`, `proxy_on_tick`,
 //!   `proxy_on_http_call_response`: only with `cfg(runtime_keys)`;
 //!   without them `onStart` and `onConfigure` succeed without a call.
@@ -56,15 +59,17 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, end
     crate::filter::on_request_headers(context_id, end_of_stream == 0) as u32
 }
 
-/// A response's headers: the edits the request's forward asked for.
-#[cfg(response_edits)]
+/// A response's headers: the edits the request's forward asked for, or a
+/// rate limit's refusal turned into the module's 429.
+#[cfg(any(response_edits, limits))]
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end_of_stream: u32) -> u32 {
     crate::filter::on_response_headers(context_id) as u32
 }
 
-/// A stream ends: its response edits, if the response never came, are dropped.
-#[cfg(response_edits)]
+/// A stream ends: its response edits, if the response never came, are
+/// dropped (and a forward with buckets is counted).
+#[cfg(any(response_edits, limits))]
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_delete(context_id: u32) {
     crate::filter::on_delete(context_id);

@@ -2,7 +2,9 @@
 //! request's decision carried out as header edits or a local reply, and,
 //! when the config changes responses, the response's edits. Every failure
 //! here answers 500 ("gateway module failed") and the request goes
-//! nowhere: the filter fails closed.
+//! nowhere: the filter fails closed. With rate limits, a forward's buckets
+//! go to Envoy's `local_ratelimit` as request fields, and its refusal is
+//! turned into the module's 429 on the response path (`crate::limits`).
 
 use contract::fields::HostAnswer;
 use contract::outcome::Labels;
@@ -30,8 +32,9 @@ enum FilterError {
     #[error("the core's instance is busy")]
     Busy,
     /// The forward changes the upstream's response, which this build has no
-    /// response callback for: its config has no CORS, the only policy that
-    /// changes responses, so the core never asks. Refused, not ignored.
+    /// response callback for: its config has neither CORS nor rate limits,
+    /// the policies that change responses, so the core never asks. Refused,
+    /// not ignored.
     #[cfg(not(response_edits))]
     #[error("the decision changes the response, which this build of the filter cannot")]
     ResponseEdits,
@@ -56,7 +59,7 @@ struct ResponseEdits {
 std::thread_local! {
     /// The response edits of this VM's streams whose response has not come
     /// yet, by context id: only streams whose forward has some (a CORS
-    /// request). Taken by the response callback, or dropped by the delete
+    /// request, a forward with a limit's `ratelimit-policy`). Taken by the response callback, or dropped by the delete
     /// callback for a stream that ends without a response. A build whose
     /// config never changes a response keeps nothing per stream and has
     /// neither callback (Envoy skips a callback the module does not
@@ -80,13 +83,27 @@ pub(crate) fn on_request_headers(context_id: u32, content_follows: bool) -> Acti
     }
 }
 
-/// Envoy's `proxy_on_response_headers`: applies the edits stream
-/// `context_id`'s forward asked for, if any.
-#[cfg(response_edits)]
+/// Envoy's `proxy_on_response_headers`: a rate limit's refusal of stream
+/// `context_id`'s forward becomes the module's 429; any other response
+/// gets the edits the forward asked for, if any.
+#[cfg(any(response_edits, limits))]
 pub(crate) fn on_response_headers(context_id: u32) -> Action {
-    let Some(edits) = RESPONSE_EDITS.with(|edits| edits.borrow_mut().remove(&context_id)) else {
-        return Action::Continue;
-    };
+    #[cfg(response_edits)]
+    let edits = RESPONSE_EDITS.with(|edits| edits.borrow_mut().remove(&context_id));
+    #[cfg(limits)]
+    if let Some(refused) = crate::limits::on_response_headers(context_id) {
+        return refused;
+    }
+    #[cfg(response_edits)]
+    if let Some(edits) = edits {
+        apply_response_edits(&edits);
+    }
+    Action::Continue
+}
+
+/// Applies a forward's edits to the upstream's response.
+#[cfg(response_edits)]
+fn apply_response_edits(edits: &ResponseEdits) {
     let headers = raw::HTTP_RESPONSE_HEADERS;
     let changed =
         edits.drops.iter().try_for_each(|name| raw::remove_header(headers, name)).and_then(|()| {
@@ -95,14 +112,17 @@ pub(crate) fn on_response_headers(context_id: u32) -> Action {
     if let Err(status) = changed {
         raw::log(LogLevel::Error, &format!("gateway: cannot change the response: status {status}"));
     }
-    Action::Continue
 }
 
 /// Envoy's `proxy_on_delete`: stream `context_id` ended; edits for a
-/// response that never came are dropped.
-#[cfg(response_edits)]
+/// response that never came are dropped, and a forward with buckets whose
+/// response never came is counted.
+#[cfg(any(response_edits, limits))]
 pub(crate) fn on_delete(context_id: u32) {
+    #[cfg(response_edits)]
     RESPONSE_EDITS.with(|edits| edits.borrow_mut().remove(&context_id));
+    #[cfg(limits)]
+    crate::limits::on_delete(context_id);
 }
 
 /// Decides stream `context_id`'s request and carries out the decision.
@@ -122,22 +142,39 @@ fn gate(context_id: u32, content_follows: bool) -> Result<Action, FilterError> {
         let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
         // The head goes straight into the core's input buffer.
         let len = input::write_input(scheme, peer, &headers, content_follows, instance.input_mut())?;
+        // With rate limits, the input is kept for a forward with buckets: a
+        // refusal decides it again (`crate::limits`).
+        #[cfg(limits)]
+        let input = instance.input_mut().get(..len).map(<[u8]>::to_vec);
         let decision = decision::decide_written(&mut instance, len, now)?;
+        // A forward with buckets is counted when its response shows whether
+        // a limit refused it.
+        let counted_later =
+            cfg!(limits) && matches!(&decision, Decision::Forward(f) if f.buckets().next().is_some());
         // Counted once the decision is read: one that cannot be read is
         // counted as the 500 it gets.
-        metrics::count_decision(match &decision {
-            Decision::Forward(forward) => &forward.labels,
-            Decision::Answer(answer) => &answer.labels,
-        });
+        if !counted_later {
+            metrics::count_decision(match &decision {
+                Decision::Forward(forward) => &forward.labels,
+                Decision::Answer(answer) => &answer.labels,
+            });
+        }
         match decision {
-            Decision::Forward(forward) => apply_forward(context_id, &forward, headers.path()),
+            Decision::Forward(forward) => {
+                let action = apply_forward(context_id, &forward, headers.path())?;
+                #[cfg(limits)]
+                if counted_later && let Some(input) = input {
+                    crate::limits::keep(context_id, input, now, forward.labels);
+                }
+                Ok(action)
+            }
             Decision::Answer(answer) => {
                 // The core asks for this issuer's keys: the root context fetches them.
                 #[cfg(runtime_keys)]
                 if let Some(issuer) = answer.refresh_keys {
                     crate::keys::ask(issuer);
                 }
-                answer_with(&answer)
+                Ok(answer_with(&answer)?)
             }
         }
     })
@@ -178,6 +215,11 @@ fn apply_forward(context_id: u32, forward: &Forward<'_>, path: Option<&[u8]>) ->
             raw::replace_header(headers, name, value)?;
         }
     }
+    // Each bucket's key, for its limit's `local_ratelimit`.
+    #[cfg(limits)]
+    for bucket in forward.buckets() {
+        raw::replace_header(headers, &crate::limits::limit_header(bucket.limit), bucket.key)?;
+    }
     raw::replace_header(headers, UPSTREAM_HEADER, forward.origin)?;
     // Kept only once the request goes on: a request answered 500 instead
     // gets none of them.
@@ -192,15 +234,16 @@ fn apply_forward(context_id: u32, forward: &Forward<'_>, path: Option<&[u8]>) ->
 }
 
 /// Sends the answer from Envoy, with exactly its fields and body; the
-/// request goes no further.
-fn answer_with(answer: &Answer<'_>) -> Result<Action, FilterError> {
+/// request goes no further. An error is Envoy's status code.
+pub(crate) fn answer_with(answer: &Answer<'_>) -> Result<Action, u32> {
     let fields: Vec<(&str, &str)> = answer.fields().collect();
     raw::send_local_response(u32::from(answer.status), &fields, answer.body.as_bytes())?;
     Ok(Action::Pause)
 }
 
-/// Sends one of the answers a host makes itself.
-fn host_answer(answer: HostAnswer) -> Result<Action, FilterError> {
+/// Sends one of the answers a host makes itself. An error is Envoy's
+/// status code.
+pub(crate) fn host_answer(answer: HostAnswer) -> Result<Action, u32> {
     let fields = [("content-type", contract::fields::JSON)];
     raw::send_local_response(u32::from(answer.status()), &fields, answer.body().as_bytes())?;
     Ok(Action::Pause)

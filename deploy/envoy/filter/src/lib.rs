@@ -8,11 +8,12 @@
 //! |---|---|
 //! | [`input`] | the context line and the request head, from Envoy's serialized header map into the core's input buffer |
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
+//! | [`limits`] | rate limits counted by Envoy's `local_ratelimit`: a bucket per request field, its refusal turned into the module's 429 |
 //! | [`metrics`] | what the filter counts in Envoy's stats: decisions by outcome, rule, route and issuer, `jwt_authn`'s counters, key fetches per issuer |
 //! | [`fetch`] | a key fetch through Envoy: the cluster for a URL, what a response amounts to, the log line |
 //! | `callbacks` (wasm32 only) | the proxy-wasm ABI 0.2.1 callbacks Envoy calls, without an SDK: only those the build uses are exported |
 //! | `raw` (wasm32 only) | the host calls without an SDK: the header map and properties without copies, a fetch's answer without panics; the allocator Envoy writes them with |
-//! | `filter` (wasm32 only) | a request's decision carried out: header edits or a local reply; a forward's response edits, kept per stream only when the config has CORS |
+//! | `filter` (wasm32 only) | a request's decision carried out: header edits or a local reply; a forward's response edits, kept per stream only when the config has CORS or rate limits |
 //! | `keys` (wasm32, a config that fetches keys) | the root context's fetches: `dispatch_http_call` out, the documents into the core |
 //! | `instance` (wasm32 only) | the VM's one core instance, for both |
 //!
@@ -26,6 +27,7 @@
 pub mod decision;
 pub mod fetch;
 pub mod input;
+pub mod limits;
 pub mod metrics;
 
 #[cfg(target_arch = "wasm32")]

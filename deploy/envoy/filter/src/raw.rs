@@ -17,8 +17,13 @@ pub const SOURCE_ADDRESS: &[u8] = b"source\0address";
 /// proxy-wasm's `MapType::HttpRequestHeaders`.
 pub const HTTP_REQUEST_HEADERS: u32 = 0;
 
+/// `response.code_details`: why Envoy answered as it did
+/// (`local_rate_limited` for `local_ratelimit`'s refusal).
+#[cfg(limits)]
+pub const RESPONSE_CODE_DETAILS: &[u8] = b"response\0code_details";
+
 /// proxy-wasm's `MapType::HttpResponseHeaders`.
-#[cfg(response_edits)]
+#[cfg(any(response_edits, limits))]
 pub const HTTP_RESPONSE_HEADERS: u32 = 2;
 
 /// proxy-wasm's `MapType::HttpCallResponseHeaders`: the fields of the
@@ -112,6 +117,14 @@ unsafe extern "C" {
         value_size: usize,
     ) -> u32;
     fn proxy_remove_header_map_value(map_type: u32, key_data: *const u8, key_size: usize) -> u32;
+    #[cfg(limits)]
+    fn proxy_get_header_map_value(
+        map_type: u32,
+        key_data: *const u8,
+        key_size: usize,
+        return_value_data: *mut *mut u8,
+        return_value_size: *mut usize,
+    ) -> u32;
     #[cfg(response_edits)]
     fn proxy_add_header_map_value(
         map_type: u32,
@@ -254,6 +267,21 @@ pub fn add_header(map_type: u32, name: &str, value: &str) -> Result<(), u32> {
     status(unsafe {
         proxy_add_header_map_value(map_type, name.as_ptr(), name.len(), value.as_ptr(), value.len())
     })
+}
+
+/// The value of header `name` in `map_type`, `None` when it has none. An
+/// error is Envoy's status code.
+#[cfg(limits)]
+pub fn header_value(map_type: u32, name: &str) -> Result<Option<Vec<u8>>, u32> {
+    let mut data = null_mut();
+    let mut size = 0;
+    // SAFETY: the name is live for the call; both out-pointers point to
+    // live locals; on Ok, Envoy stores a buffer it allocated through this
+    // module's allocator and its size.
+    let code =
+        unsafe { proxy_get_header_map_value(map_type, name.as_ptr(), name.len(), &mut data, &mut size) };
+    // SAFETY: data and size come from the host call just made.
+    unsafe { found(code, data, size) }
 }
 
 /// Removes every value of header `name` from `map_type`.

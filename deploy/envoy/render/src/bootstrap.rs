@@ -45,6 +45,11 @@ pub enum EnvoyError {
         /// The URL given.
         upstream: String,
     },
+    /// `--global-ratelimit` is not `HOST:PORT`.
+    BadRatelimitService {
+        /// The address given.
+        address: String,
+    },
     /// The peer renders one `jwt_authn` provider: a config with several
     /// issuers, or with rules, CORS or other policies, is not one it can
     /// mirror, so it refuses rather than compare two different jobs.
@@ -90,6 +95,9 @@ impl fmt::Display for EnvoyError {
                     f,
                     "key origin {origin:?} must be an http:// or https:// origin: scheme, host, optional port"
                 )
+            }
+            EnvoyError::BadRatelimitService { address } => {
+                write!(f, "--global-ratelimit {address:?}: expected HOST:PORT")
             }
             EnvoyError::NotMirrored { what } => {
                 write!(f, "the jwt_authn peer renders one issuer and no policy; this config has {what}")

@@ -56,6 +56,12 @@ pub struct FilterOptions {
     pub key_origins: Vec<String>,
     /// The CA bundle `https` key clusters verify providers with.
     pub ca_bundle: String,
+    /// How many keys (dynamic descriptors) each limit's `local_ratelimit`
+    /// keeps a bucket for (`--limit-buckets`).
+    pub limit_buckets: u32,
+    /// `HOST:PORT` of envoyproxy/ratelimit (`--global-ratelimit`): the
+    /// limits are counted there instead of in Envoy's `local_ratelimit`.
+    pub global_ratelimit: Option<String>,
 }
 
 impl Default for FilterOptions {
@@ -69,6 +75,8 @@ impl Default for FilterOptions {
             upstream_overrides: BTreeMap::new(),
             key_origins: Vec::new(),
             ca_bundle: crate::keys::DEFAULT_CA_BUNDLE.to_owned(),
+            limit_buckets: crate::limits::DEFAULT_LIMIT_BUCKETS,
+            global_ratelimit: None,
         }
     }
 }
@@ -207,7 +215,16 @@ fn upstream_failure_reply() -> Yaml {
     )])
 }
 
-fn http_connection_manager(module: &str, key_clusters: Option<String>, routes: Vec<Yaml>) -> Yaml {
+/// The connection manager: the gateway filter, then each limit's rate limit
+/// filter (`limit_filters`), then the router; the routes remove the
+/// upstream header and every limit's field (`limit_headers`).
+fn http_connection_manager(
+    module: &str,
+    key_clusters: Option<String>,
+    limit_filters: Vec<Yaml>,
+    limit_headers: &[String],
+    routes: Vec<Yaml>,
+) -> Yaml {
     let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
     connection_manager(
         vec![
@@ -222,10 +239,16 @@ fn http_connection_manager(module: &str, key_clusters: Option<String>, routes: V
             ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
             ("local_reply_config", upstream_failure_reply()),
         ],
-        vec![wasm_filter(module, key_clusters), router_filter()],
-        // The route's header, and the address Envoy records for an external
-        // client: the upstream gets the plan only.
-        &[UPSTREAM_HEADER, "x-envoy-external-address"],
+        std::iter::once(wasm_filter(module, key_clusters))
+            .chain(limit_filters)
+            .chain([router_filter()])
+            .collect(),
+        // The route's header, the buckets' fields, and the address Envoy
+        // records for an external client: the upstream gets the plan only.
+        &[UPSTREAM_HEADER, "x-envoy-external-address"]
+            .into_iter()
+            .chain(limit_headers.iter().map(String::as_str))
+            .collect::<Vec<_>>(),
         routes,
     )
 }
@@ -249,7 +272,27 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
         clusters.push(crate::keys::key_cluster(origin, target, &options.ca_bundle)?);
     }
     let table = (!origins.keys.is_empty()).then(|| crate::keys::cluster_table(&origins.keys));
-    let manager = http_connection_manager(&options.module.to_string_lossy(), table, routes);
+    let limits = crate::limits::specs(config);
+    let limit_filters = match &options.global_ratelimit {
+        Some(address) if !limits.is_empty() => {
+            let (host, port) = crate::limits::split_host_port(address)?;
+            clusters.push(crate::limits::ratelimit_cluster(&host, port));
+            limits.iter().enumerate().map(|(i, l)| crate::limits::global_ratelimit_filter(i, l)).collect()
+        }
+        _ => limits
+            .iter()
+            .enumerate()
+            .map(|(i, l)| crate::limits::local_ratelimit_filter(i, l, options.limit_buckets))
+            .collect(),
+    };
+    let limit_headers = crate::limits::limit_headers(&limits);
+    let manager = http_connection_manager(
+        &options.module.to_string_lossy(),
+        table,
+        limit_filters,
+        &limit_headers,
+        routes,
+    );
     let mut tree = bootstrap(options.listen, options.admin, manager, clusters);
     // The filter's metrics' labels, as Prometheus labels in the admin's scrape.
     if let Yaml::Map(entries) = &mut tree {
@@ -330,6 +373,60 @@ mod tests {
         let names: Vec<&str> =
             at(&tree, "static_resources.clusters").items().iter().map(|c| str_at(c, "name")).collect();
         assert_eq!(names, ["127.0.0.1:9201", "users.internal"]);
+    }
+
+    fn limited_config() -> GatewayConfig {
+        let text = "issuer = \"https://issuer.test\"\n[[keys]]\nkid = \"k1\"\n\
+                    demo = \"0123456789abcdef0123456789abcdef\"\n\
+                    [[routes]]\naud = \"orders\"\nupstream = \"http://127.0.0.1:9201\"\n\
+                    [[limits]]\nname = \"per-user\"\nrequests = 3\nper_secs = 60\nby = \"subject\"\n\
+                    [[limits]]\nname = \"search\"\nrequests = 2\nper_secs = 60\nby = \"route\"\n\
+                    [[rules]]\nname = \"search\"\nprefix = \"/search\"\nlimits = [\"search\", \"per-user\"]\n";
+        parse(text, Path::new("test.toml"), &|_| None).expect("valid config")
+    }
+
+    #[test]
+    fn a_rate_limit_filter_per_limit_between_the_gateway_and_the_router() {
+        let tree = filter_bootstrap(&limited_config(), &options()).expect("renders");
+        let filters = at(&tree, &format!("{HCM}.http_filters"));
+        let names: Vec<&str> = filters.items().iter().map(|f| str_at(f, "name")).collect();
+        assert_eq!(
+            names,
+            [
+                "envoy.filters.http.wasm",
+                "gateway.limit.per-user",
+                "gateway.limit.search",
+                "envoy.filters.http.router"
+            ]
+        );
+        assert!(str_at(filters, "1.typed_config.@type").ends_with("local_ratelimit.v3.LocalRateLimit"));
+        assert_eq!(
+            str_at(filters, "2.typed_config.rate_limits.0.actions.0.request_headers.header_name"),
+            "x-gateway-limit-1"
+        );
+        let removed = at(&tree, &format!("{HCM}.route_config.virtual_hosts.0.request_headers_to_remove"));
+        let removed: Vec<&str> = removed.items().iter().filter_map(Yaml::as_str).collect();
+        assert!(
+            removed.contains(&"x-gateway-limit-0") && removed.contains(&"x-gateway-limit-1"),
+            "{removed:?}"
+        );
+
+        let global = FilterOptions { global_ratelimit: Some("127.0.0.1:8081".into()), ..options() };
+        let tree = filter_bootstrap(&limited_config(), &global).expect("renders");
+        let filters = at(&tree, &format!("{HCM}.http_filters"));
+        assert!(str_at(filters, "1.typed_config.@type").ends_with("ratelimit.v3.RateLimit"));
+        assert_eq!(str_at(filters, "1.typed_config.domain"), "gateway");
+        let clusters = at(&tree, "static_resources.clusters").items();
+        assert!(clusters.iter().any(|c| str_at(c, "name") == crate::limits::RATELIMIT_CLUSTER));
+        let bad = FilterOptions { global_ratelimit: Some("nowhere".into()), ..options() };
+        assert!(matches!(
+            filter_bootstrap(&limited_config(), &bad),
+            Err(EnvoyError::BadRatelimitService { .. })
+        ));
+
+        // A config without limits: no rate limit filter, even with the option.
+        let tree = filter_bootstrap(&config(), &global).expect("renders");
+        assert_eq!(at(&tree, &format!("{HCM}.http_filters")).items().len(), 2);
     }
 
     #[test]

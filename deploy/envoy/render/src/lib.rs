@@ -10,6 +10,7 @@
 //! |---|---|
 //! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
 //! | [`keys`] | the gateway filter's clusters for keys fetched at run time, and their table for the filter |
+//! | [`limits`] | the config's rate limits as Envoy's `local_ratelimit` (or `ratelimit` with envoyproxy/ratelimit) counts them |
 //! | [`stats`] | the filter's metrics' labels as Envoy tags (`stats_config`) |
 //! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router |
 //! | [`bootstrap`] | what both bootstraps share: options, errors, clusters, connection manager, listener |
@@ -21,5 +22,6 @@ pub mod cli;
 pub mod filter;
 pub mod jwt_authn;
 pub mod keys;
+pub mod limits;
 pub mod stats;
 pub mod yaml;

@@ -6,26 +6,42 @@
 //!
 //! usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR]
 //!                     [--module FILE] [--upstream-override FROM=ORIGIN]...
-//!                     [--key-origin ORIGIN]... [--ca-bundle FILE] [--out FILE]
+//!                     [--key-origin ORIGIN]... [--ca-bundle FILE]
+//!                     [--limit-buckets N] [--global-ratelimit HOST:PORT]
+//!                     [--ratelimit-config FILE] [--out FILE]
 //!
 //! FROM is an origin the config forwards to or fetches keys from, or an
 //! audience (its route's origin). `--module` is the filter as Envoy opens it
 //! (default `dist/gateway-envoy.wasm`). `--key-origin` adds a key cluster
 //! for an origin a discovery document's `jwks_uri` names beside its
 //! issuer's; `--ca-bundle` is what `https` key clusters verify providers
-//! with (default `/etc/ssl/certs/ca-certificates.crt`). Without `--out` the
-//! YAML goes to stdout.
+//! with (default `/etc/ssl/certs/ca-certificates.crt`). A config with rate
+//! limits gets one `local_ratelimit` per limit, each keeping a bucket for
+//! at most `--limit-buckets` keys (default 100000); with
+//! `--global-ratelimit` the limits are counted by envoyproxy/ratelimit at
+//! that address instead, and `--ratelimit-config` writes that service's
+//! config for them (see `gateway_envoy_render::limits`). Without `--out`
+//! the YAML goes to stdout.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use gateway_envoy_render::filter::FilterOptions;
+use gateway_envoy_render::{cli, limits};
 
 const USAGE: &str = "usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR] [--module FILE] \
-                     [--upstream-override FROM=ORIGIN]... [--key-origin ORIGIN]... [--ca-bundle FILE] [--out FILE]";
+                     [--upstream-override FROM=ORIGIN]... [--key-origin ORIGIN]... [--ca-bundle FILE] \
+                     [--limit-buckets N] [--global-ratelimit HOST:PORT] [--ratelimit-config FILE] [--out FILE]";
 
 fn main() -> ExitCode {
-    let own = ["--module", "--key-origin", "--ca-bundle"];
+    let own = [
+        "--module",
+        "--key-origin",
+        "--ca-bundle",
+        "--limit-buckets",
+        "--global-ratelimit",
+        "--ratelimit-config",
+    ];
     gateway_envoy_render::cli::main(USAGE, &own, false, |config, args| {
         let defaults = FilterOptions::default();
         let options = FilterOptions {
@@ -35,7 +51,18 @@ fn main() -> ExitCode {
             upstream_overrides: args.upstream_overrides.clone(),
             key_origins: args.own_values("--key-origin").to_vec(),
             ca_bundle: args.own_value("--ca-bundle").map_or(defaults.ca_bundle, str::to_owned),
+            limit_buckets: match args.own_value("--limit-buckets") {
+                Some(n) => {
+                    n.parse().ok().filter(|&n| n > 0).ok_or(format!("--limit-buckets {n}: not a count"))?
+                }
+                None => defaults.limit_buckets,
+            },
+            global_ratelimit: args.own_value("--global-ratelimit").map(str::to_owned),
         };
+        if let Some(path) = args.own_value("--ratelimit-config") {
+            let text = limits::ratelimit_service_config(&limits::specs(config));
+            cli::write_output(Some(Path::new(path)), &text, false)?;
+        }
         gateway_envoy_render::filter::to_yaml(config, &options).map_err(|e| e.to_string())
     })
 }
