@@ -43,11 +43,14 @@ pub enum HostAnswer {
     BodyTooLarge,
     /// The client's body stalled.
     BodyTimedOut,
+    /// The store rate limits are counted in (Redis) did not answer in
+    /// time, and the host is set to fail closed.
+    LimitStoreUnavailable,
 }
 
 impl HostAnswer {
     /// Every host answer, in table order.
-    pub const ALL: [HostAnswer; 8] = [
+    pub const ALL: [HostAnswer; 9] = [
         HostAnswer::UpstreamUnavailable,
         HostAnswer::UpstreamTimedOut,
         HostAnswer::UpstreamBusy,
@@ -56,6 +59,7 @@ impl HostAnswer {
         HostAnswer::GatewayBusy,
         HostAnswer::BodyTooLarge,
         HostAnswer::BodyTimedOut,
+        HostAnswer::LimitStoreUnavailable,
     ];
 
     /// The HTTP status.
@@ -63,7 +67,10 @@ impl HostAnswer {
         match self {
             HostAnswer::UpstreamUnavailable => 502,
             HostAnswer::UpstreamTimedOut => 504,
-            HostAnswer::UpstreamBusy | HostAnswer::ModuleOutOfTime | HostAnswer::GatewayBusy => 503,
+            HostAnswer::UpstreamBusy
+            | HostAnswer::ModuleOutOfTime
+            | HostAnswer::GatewayBusy
+            | HostAnswer::LimitStoreUnavailable => 503,
             HostAnswer::ModuleFailed => 500,
             HostAnswer::BodyTooLarge => 413,
             HostAnswer::BodyTimedOut => 408,
@@ -82,6 +89,7 @@ impl HostAnswer {
             HostAnswer::GatewayBusy => id("gateway_busy"),
             HostAnswer::BodyTooLarge => id("body_too_large"),
             HostAnswer::BodyTimedOut => id("body_timed_out"),
+            HostAnswer::LimitStoreUnavailable => id("limit_store_unavailable"),
         }
     }
 
@@ -96,6 +104,7 @@ impl HostAnswer {
             HostAnswer::GatewayBusy => "gateway busy",
             HostAnswer::BodyTooLarge => "request body too large",
             HostAnswer::BodyTimedOut => "request body timed out",
+            HostAnswer::LimitStoreUnavailable => "rate limit store unavailable",
         }
     }
 
@@ -110,6 +119,7 @@ impl HostAnswer {
             HostAnswer::GatewayBusy => r#"{"error_description":"gateway busy"}"#,
             HostAnswer::BodyTooLarge => r#"{"error_description":"request body too large"}"#,
             HostAnswer::BodyTimedOut => r#"{"error_description":"request body timed out"}"#,
+            HostAnswer::LimitStoreUnavailable => r#"{"error_description":"rate limit store unavailable"}"#,
         }
     }
 }

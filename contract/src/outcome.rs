@@ -100,6 +100,9 @@ pub const NAMES: &[&str] = &[
     // A bucket the forward fell in was spent (`limits`): the 429 the module
     // writes when the host asks (`limited`).
     "rate_limited",
+    // The host could not reach the store its rate limits are counted in,
+    // and is set to fail closed (`fields::HostAnswer::LimitStoreUnavailable`).
+    "limit_store_unavailable",
 ];
 
 /// The outcome a forward of a verified token has.

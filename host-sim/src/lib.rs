@@ -18,6 +18,7 @@
 //! | [`threads`] | `serve`'s serving threads: each connection handed to one thread and served there to the end |
 //! | [`upstream`], [`exchange`], [`gate`] | executing a forward: the request as planned, sent within the limits, at most so many connections per upstream |
 //! | [`keys`] | fetching the keys of a module that fetches them, on the module's schedule |
+//! | [`traffic`] | rate limits: the module's buckets counted in process or in Redis |
 //! | [`limits`] | `serve`'s limit flags and the groups they are handed on in |
 //! | [`body`], [`stream`] | the one body wrapper and the one IO wrapper the above share |
 //! | [`access_log`] | `serve`'s access-log line, escaped, as text or JSON |
@@ -41,4 +42,5 @@ pub mod mint;
 pub mod serve;
 pub mod stream;
 pub mod threads;
+pub mod traffic;
 pub mod upstream;

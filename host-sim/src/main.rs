@@ -27,7 +27,7 @@ enum Command {
     /// Decide requests read as JSON Lines on stdin; one JSON line out per request.
     Eval(host_sim::eval::EvalArgs),
     /// Serve HTTP/1.1: run each request head through the module, forward or reject.
-    Serve(host_sim::serve::ServeArgs),
+    Serve(Box<host_sim::serve::ServeArgs>),
     /// Run an echo upstream that describes each request it receives as JSON.
     Upstream(host_sim::echo::UpstreamArgs),
     /// Mint a token signed with the gateway config's key (the demo key).

@@ -48,6 +48,8 @@ pub struct Metrics {
     registry: Registry,
     /// Connections accepted, and open now.
     pub connections: Connections,
+    /// Rate-limit counting: evictions and store errors.
+    pub limits: crate::traffic::LimitCounters,
 }
 
 /// What a scrape reads: the names, every thread's shard, the key fetches.
@@ -104,7 +106,18 @@ impl Metrics {
             "Client connections open now",
             connections.open.clone(),
         );
-        Metrics { inner, registry, connections }
+        let limits = crate::traffic::LimitCounters::default();
+        registry.register(
+            "gateway_limit_evictions",
+            "Rate-limit buckets evicted from the full in-process table before their time (each starts full again)",
+            limits.evictions.clone(),
+        );
+        registry.register(
+            "gateway_limit_store_errors",
+            "Rate-limit counts the store (Redis) could not make: forwarded uncounted (fail open) or answered 503",
+            limits.store_errors.clone(),
+        );
+        Metrics { inner, registry, connections, limits }
     }
 
     /// The names the labels come from.

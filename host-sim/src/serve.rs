@@ -31,6 +31,7 @@ use crate::limits::{self, LimitArgs};
 use crate::listen;
 use crate::metrics::{self, Metrics, Names, Recorder};
 use crate::threads;
+use crate::traffic::{Counted, Counting, TrafficArgs};
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
 /// `host-sim serve` arguments.
@@ -77,6 +78,10 @@ pub struct ServeArgs {
     /// By default `serve` waits, and says so.
     #[arg(long)]
     pub serve_before_keys: bool,
+    /// Rate limits: where a module's buckets are counted, and what a
+    /// failing store means.
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
 }
 
 /// What every connection of a serving thread shares.
@@ -91,6 +96,8 @@ pub struct Gateway {
     names: Arc<Names>,
     /// The metrics, and this gateway's shard of them.
     metrics: Option<(Arc<Metrics>, Recorder)>,
+    /// A module with limits: where its buckets are counted.
+    counting: Option<Counting>,
 }
 
 /// What the access log writes: nothing, text or JSON lines, and whether
@@ -122,7 +129,13 @@ impl Gateway {
             keys: None,
             names,
             metrics: None,
+            counting: None,
         }
+    }
+
+    /// The same gateway counting its module's rate limits with `counting`.
+    pub fn with_counting(self, counting: Counting) -> Gateway {
+        Gateway { counting: Some(counting), ..self }
     }
 
     /// The same gateway naming rules, routes and issuers in its JSON log by `names`.
@@ -163,6 +176,7 @@ impl Gateway {
             names: Arc::clone(&self.names),
             // A shard of its own: no count is shared with another thread.
             metrics: self.metrics.as_ref().map(|(metrics, _)| (Arc::clone(metrics), metrics.recorder())),
+            counting: self.counting.as_ref().map(Counting::for_thread),
             ..*self
         })
     }
@@ -176,9 +190,29 @@ impl Gateway {
 
     /// Decides `input` now, in the configured isolation mode.
     pub fn decide(&self, input: Input<'_>) -> Outcome {
+        self.decide_counted(input).0
+    }
+
+    /// Decides `input` now and counts a forward's buckets (`crate::traffic`):
+    /// the outcome is the module's 429 when a bucket refused.
+    pub fn decide_counted(&self, input: Input<'_>) -> (Outcome, Counted) {
         let now = unix_seconds((self.clock)());
+        let mut counted = Counted::Unlimited;
+        let count = |decision: &DecisionBuf| {
+            let (Some(counting), Decision::Forward(forward)) = (&self.counting, decision.view()) else {
+                return None;
+            };
+            counted = counting.count(&forward, (now * 1e6) as u64);
+            match counted {
+                Counted::Refused(refusal) => Some(refusal),
+                _ => None,
+            }
+        };
         let (outcome, made) = match self.isolation {
-            Isolation::Fresh => (self.runtime.decide_fresh(input, now), true),
+            Isolation::Fresh => (
+                self.runtime.decide_counted(self.isolation, &mut Reusable::default(), input, now, count),
+                true,
+            ),
             Isolation::Reuse => REUSABLE.with(|cell| {
                 let mut cell = cell.borrow_mut();
                 let id = Arc::as_ptr(&self.runtime) as usize;
@@ -186,7 +220,7 @@ impl Gateway {
                     *cell = (id, Reusable::default());
                 }
                 let made = !cell.1.is_live();
-                (self.runtime.decide_reused(&mut cell.1, input, now), made)
+                (self.runtime.decide_counted(self.isolation, &mut cell.1, input, now, count), made)
             }),
         };
         if let Some((_, metrics)) = &self.metrics {
@@ -197,7 +231,7 @@ impl Gateway {
                 metrics.deadline_hit();
             }
         }
-        outcome
+        (outcome, counted)
     }
 
     /// Answers one request.
@@ -207,7 +241,8 @@ impl Gateway {
         let logged = self.log.format.map(|_| Logged::of(&request, remote));
         let head = request_head(&request);
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
-        let outcome = self.decide(Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head });
+        let input = Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head };
+        let (outcome, counted) = self.decide_counted(input);
         let decided = start.elapsed();
         let decision = match outcome {
             Ok(decision) => decision,
@@ -225,6 +260,13 @@ impl Gateway {
         };
         match decision.view() {
             Decision::Forward(forward) => {
+                if let Some(answer) = counted.host_answer() {
+                    let labels = Labels { outcome: answer.outcome(), ..forward.labels };
+                    let done = Done::new(labels, decided, answer.description());
+                    let response = answer_response(&DecisionBuf::host_answer(answer));
+                    return self
+                        .finish(start, logged, response, &done, || format!("answer: {}", done.reason));
+                }
                 let note = || {
                     format!(
                         "forward {}{} sub={}",
@@ -242,7 +284,10 @@ impl Gateway {
                     metrics.upstream(forward.labels.route, upstream.map(|s| s.as_u16()), sent.elapsed());
                 }
                 match result {
-                    Ok(response) => self.finish(start, logged, response, &done, note),
+                    Ok(mut response) => {
+                        counted.add_fields(response.headers_mut());
+                        self.finish(start, logged, response, &done, note)
+                    }
                     Err(e) => self.finish(start, logged, e.response(), &done, || format!("{}: {e}", note())),
                 }
             }
@@ -482,12 +527,20 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Some(Err(e)) => return fail(format!("cannot read the module's label table: {e}")),
     };
     let metrics = args.metrics.map(|_| Arc::new(Metrics::new(names.clone())));
+    let counting = match crate::traffic::for_module(&runtime, &args.traffic, metrics.as_deref()) {
+        Ok(counting) => counting,
+        Err(e) => return fail(e),
+    };
     let log = Log { format: args.access_log, subject: args.log_subject };
     tokio.block_on(async {
         let forwarder = Forwarder::new(overrides.clone(), args.limits.forward());
         let mut gateway = Gateway::new(runtime, args.engine.isolation, forwarder, log).with_names(names);
         if let Some(metrics) = &metrics {
             gateway = gateway.with_metrics(Arc::clone(metrics));
+        }
+        if let Some(counting) = counting {
+            eprintln!("{}", counting.describe());
+            gateway = gateway.with_counting(counting);
         }
         if !key_sources.is_empty() {
             let count = key_sources.len();

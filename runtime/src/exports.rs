@@ -20,6 +20,9 @@ pub(crate) struct Exports {
     pub(crate) routes: Option<ModuleExport>,
     /// The label table (`ABI.md`, "Labels"): only in a module that has one.
     pub(crate) labels: Option<ModuleExport>,
+    /// The 429 of a spent bucket (`ABI.md`, "Rate limits"): only in a
+    /// module with limits.
+    pub(crate) limited: Option<ModuleExport>,
     pub(crate) output_ptr: ModuleExport,
     pub(crate) output_len: ModuleExport,
 }
@@ -71,6 +74,10 @@ impl Exports {
                 None => None,
                 Some(_) => Some(func("labels", &[], &i32_)?),
             },
+            limited: match module.get_export("limited") {
+                None => None,
+                Some(_) => Some(func("limited", &[ValType::I32, ValType::I32, ValType::I32], &i32_)?),
+            },
             output_ptr: func("output_ptr", &[], &i32_)?,
             output_len: func("output_len", &[], &i32_)?,
             memory: match module.get_export("memory") {
@@ -94,6 +101,7 @@ impl Exports {
 fn expected_signature(name: &str) -> &'static str {
     match name {
         "handle" => "a function (i32, f64) -> i32",
+        "limited" => "a function (i32, i32, i32) -> i32",
         _ => "a function () -> i32",
     }
 }

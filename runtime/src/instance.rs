@@ -74,12 +74,12 @@ pub struct Runtime {
     engine: Engine,
     module: Module,
     pre: InstancePre<HostState>,
-    exports: Exports,
-    layout: Layout,
+    pub(crate) exports: Exports,
+    pub(crate) layout: Layout,
     memory_cap: usize,
     /// How the engine's pool resets a dropped instance's memory.
     memory_reset: MemoryReset,
-    deadline_ticks: Option<u64>,
+    pub(crate) deadline_ticks: Option<u64>,
     cpu_budget: std::time::Duration,
     _ticker: Option<Arc<Ticker>>,
     /// The instance the contract check made, kept for the first request
@@ -216,13 +216,13 @@ fn moved(module: &Module, engine: &Engine) -> Result<Module, LoadError> {
 }
 
 /// One live instance with its Store and export handles.
-struct Slot {
-    store: Store<HostState>,
+pub(crate) struct Slot {
+    pub(crate) store: Store<HostState>,
     memory: Memory,
     handle: TypedFunc<(u32, f64), u32>,
     output_ptr: TypedFunc<(), u32>,
     output_len: TypedFunc<(), u32>,
-    instance: wasmtime::Instance,
+    pub(crate) instance: wasmtime::Instance,
     /// The generation of the key image this instance holds (0: none).
     key_generation: u64,
 }
@@ -240,7 +240,7 @@ impl Slot {
 
     /// Writes the context line and the head into the input buffer, calls
     /// `handle`, parses the output.
-    fn decide(&mut self, layout: Layout, input: &Input<'_>, now: f64) -> Outcome {
+    pub(crate) fn decide(&mut self, layout: Layout, input: &Input<'_>, now: f64) -> Outcome {
         let mut context_buf = [0u8; MAX_CONTEXT_LINE];
         let context_len = input.write_context_line(&mut context_buf);
         let context = &context_buf[..context_len];
@@ -265,7 +265,7 @@ impl Slot {
     }
 
     /// The output of the last call.
-    fn output(&mut self) -> Result<&[u8], GuestError> {
+    pub(crate) fn output(&mut self) -> Result<&[u8], GuestError> {
         let ptr = self.output_ptr.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let out_len = self.output_len.call(&mut self.store, ()).map_err(|e| classify(&e))? as usize;
         let data = self.memory.data(&self.store);
@@ -278,7 +278,7 @@ impl Slot {
 /// the next request makes a new one. Use it with one `Runtime` only.
 #[derive(Default)]
 pub struct Reusable {
-    slot: Option<Slot>,
+    pub(crate) slot: Option<Slot>,
 }
 
 impl std::fmt::Debug for Reusable {
@@ -412,7 +412,7 @@ impl Runtime {
     }
 
     /// The spare instance if it is still there, otherwise a new one.
-    fn fresh_slot(&self) -> Result<Slot, GuestError> {
+    pub(crate) fn fresh_slot(&self) -> Result<Slot, GuestError> {
         match self.take_spare() {
             Some(slot) => Ok(slot),
             None => self.instantiate(),
@@ -491,14 +491,12 @@ impl Runtime {
     /// Decides one request in a fresh instance (new Store, instance from the
     /// pool, dropped afterwards). `now` is Unix seconds.
     pub fn decide_fresh<'a>(&self, input: impl Into<Input<'a>>, now: f64) -> Outcome {
-        let mut slot = self.fresh_slot()?;
-        self.give_keys(&mut slot)?;
-        slot.decide(self.layout, &input.into(), now)
+        self.decide_counted(Isolation::Fresh, &mut Reusable::default(), input, now, |_| None)
     }
 
     /// Copies the installed keys into `slot` when it holds an older image
     /// (or none): a no-op for a module that fetches no keys.
-    fn give_keys(&self, slot: &mut Slot) -> Result<(), GuestError> {
+    pub(crate) fn give_keys(&self, slot: &mut Slot) -> Result<(), GuestError> {
         let Some(keys) = &self.keys else { return Ok(()) };
         let image = keys.image();
         if image.generation != slot.key_generation {
@@ -517,21 +515,7 @@ impl Runtime {
         input: impl Into<Input<'a>>,
         now: f64,
     ) -> Outcome {
-        let slot = match &mut reusable.slot {
-            Some(slot) => slot,
-            empty => empty.insert(self.fresh_slot()?),
-        };
-        if let Some(ticks) = self.deadline_ticks {
-            slot.store.set_epoch_deadline(ticks);
-        }
-        self.give_keys(slot)?;
-        let outcome = slot.decide(self.layout, &input.into(), now);
-        if let Err(e) = &outcome
-            && (e.poisons_instance() || matches!(e, GuestError::BadOutput(_) | GuestError::Undecodable(_)))
-        {
-            reusable.slot = None;
-        }
-        outcome
+        self.decide_counted(Isolation::Reuse, reusable, input, now, |_| None)
     }
 
     /// Decides one request in the given isolation mode (`reusable` is used

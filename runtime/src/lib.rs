@@ -13,6 +13,7 @@
 //! | `exports` | the contract's exports, checked once per module |
 //! | `instance` | [`Runtime`]: the `InstancePre`, a Store per instance, deciding a request fresh or reused; a sibling on an engine of its own per serving thread |
 //! | `keys` | keys fetched at run time: the keeper instance that installs documents, the key image every instance receives |
+//! | `limited` | rate limits: [`Runtime::decide_counted`] lets the host count a forward's buckets and asks the same instance for the 429 (`limited`) |
 //! | `limits` | the limits of a Store: the memory cap, the CPU deadline, the epoch ticker |
 //! | `warm` | a cold start's first request: [`Runtime::warm_up`] (a fixed request decided before serving), the first instance's memory made resident |
 //! | `input` | what the host writes into the module: [`Input`] (context line and head) and the time |
@@ -35,6 +36,7 @@ mod exports;
 mod input;
 mod instance;
 mod keys;
+mod limited;
 mod limits;
 mod warm;
 
@@ -45,4 +47,5 @@ pub use error::{GuestError, LoadError};
 pub use input::{Input, MAX_CONTEXT_LINE, Scheme, unix_now, unix_seconds};
 pub use instance::{Isolation, Layout, Outcome, Prepared, Reusable, Runtime, precompile_file};
 pub use keys::{KeySourceBuf, RoundStep, Verdict};
+pub use limited::Refusal;
 pub use warm::WARM_UP_HEAD;
