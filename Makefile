@@ -78,12 +78,23 @@ wasmtime:
 readings-servers:
 	bash testkit/readings/install.sh
 
+## redis: Debian's redis-server when missing (host-sim's tests of limits shared in Redis start
+## their own on a free loopback port)
+.PHONY: redis
+redis:
+	@command -v redis-server >/dev/null || { \
+	  echo "==> apt-get install redis-server" >&2; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 \
+	  || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends redis-server >/dev/null; } \
+	  || { echo "error: apt-get could not install redis-server" >&2; exit 1; }; }
+
 ## test: every test: unit, integration through the real module, end to end
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker host envoy wasmtime readings-servers
-	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 $(CARGO) test --workspace --release
+test: fixture worker host envoy wasmtime readings-servers redis
+	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_REDIS=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 
 ## readings: the upstream-readings suite alone (real nginx, Express, Fastify, Hono, Flask and Tomcat
