@@ -59,10 +59,13 @@ const gatewayWorker :Workerd.Worker = (
     # buckets start full again.
     (className = "GatewayLimiter", uniqueKey = "edge-gateway-limits"),
   ],
-  # Buckets live for the life of the process (a restart fills them all).
-  # For buckets that outlive restarts, store them on disk:
+  # In memory, a bucket's TAT is lost when workerd evicts its idle object
+  # (after about 100 s without requests) and with the process: exact for a
+  # limit whose window (burst x per_secs / requests) is within that, looser
+  # beyond it (a per-hour limit starts again full after a quiet spell). For
+  # buckets that outlive eviction and restarts, store them on disk:
   #   durableObjectStorage = (localDisk = "limits-disk"),
   # with (name = "limits-disk", disk = (path = "/var/lib/gateway/limits", writable = true))
-  # among the services.
+  # among the services (the folder must exist).
   durableObjectStorage = (inMemory = void),
 );

@@ -3,7 +3,7 @@
 // host-sim serve). Loopback only.
 import { spawn, spawnSync } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:http";
 import net from "node:net";
@@ -271,8 +271,8 @@ const TRIGGER_WORKER = `export default {
  * scheduled-event trigger: the shim and the module copied beside a copy of
  * config.capnp in a temporary folder.
  */
-function workerdConfigFor(wasm, trigger, analytics) {
-  if (wasm === WASM && !trigger && !analytics) return WORKERD_CONFIG;
+function workerdConfigFor(wasm, trigger, analytics, limits = true) {
+  if (wasm === WASM && !trigger && !analytics && limits === true) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
   for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs", "limits.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
@@ -295,6 +295,20 @@ const triggerWorker :Workerd.Worker = (
 );
 `;
   }
+  if (limits === false) {
+    // The Worker without its rate-limit buckets (the namespace stays declared).
+    const binding = '    (name = "LIMITS", durableObjectNamespace = "GatewayLimiter"),\n';
+    if (!config.includes(binding)) throw new Error("config.capnp binds no LIMITS namespace");
+    config = config.replace(binding, "");
+  } else if (limits === "disk") {
+    // The buckets stored on disk (in this folder), as config.capnp's comment shows.
+    const storage = "durableObjectStorage = (inMemory = void),";
+    if (!config.includes(storage)) throw new Error(`config.capnp has no "${storage}"`);
+    mkdirSync(join(dir, "limits"));
+    config = config
+      .replace(storage, 'durableObjectStorage = (localDisk = "limits-disk"),')
+      .replace("services = [\n", `services = [\n    (name = "limits-disk", disk = (path = ${JSON.stringify(join(dir, "limits"))}, writable = true)),\n`);
+  }
   if (analytics) {
     // The Analytics Engine binding, posting each data point to `analytics` (HOST:PORT).
     const parts = [
@@ -316,12 +330,14 @@ const triggerWorker :Workerd.Worker = (
  * { port, proc }; `env` adds to its environment (GATEWAY_DECISION_LOG, say),
  * `analytics` (HOST:PORT) binds DECISIONS to an Analytics Engine that posts
  * there; with `scheduledTrigger`, also `triggerPort`, where a
- * request sends the gateway a scheduled event.
+ * request sends the gateway a scheduled event; `limits: false` leaves the
+ * LIMITS Durable Object namespace unbound, `limits: "disk"` stores its
+ * objects on disk (in the config's folder) instead of in memory.
  */
-export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false, env = {}, analytics = null } = {}) {
+export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false, env = {}, analytics = null, limits = true } = {}) {
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
-  const configPath = workerdConfigFor(wasm, scheduledTrigger, analytics);
+  const configPath = workerdConfigFor(wasm, scheduledTrigger, analytics, limits);
   // A config written for this start lives in a folder of its own, removed when workerd stops.
   const configDir = configPath === WORKERD_CONFIG ? null : dirname(configPath);
   let lastError;

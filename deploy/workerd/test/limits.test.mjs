@@ -9,8 +9,9 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, test } from "node:test";
-import { ROOT } from "../harness.mjs";
+import { createServer } from "node:http";
+import { after, before, describe, test } from "node:test";
+import { ROOT, mintToken, startWorkerd } from "../harness.mjs";
 import { LimitsNotBound, bindingCounter, bindingName, count, countBuckets, intervalUs, ratelimitField, readLimits } from "../limits.mjs";
 
 const golden = JSON.parse(readFileSync(join(ROOT, "contract", "golden", "limits.json"), "utf8"));
@@ -104,5 +105,140 @@ describe("counting a forward's buckets", () => {
     assert.deepEqual(fields, { fields: [] }, "no remaining known: no ratelimit field");
 
     await assert.rejects(bindingCounter({}).count("search:r:2", limits[2]), (e) => e instanceof LimitsNotBound && /RATE_LIMIT_SEARCH/.test(e.message));
+  });
+});
+
+/** The module built from testkit/fixture-limits.toml by `make fixture`. */
+const LIMITS_WASM = join(ROOT, "target", "fixture", "gateway-limits.wasm");
+/** testkit/fixture-limits.toml's demo key (TEST KEY: public, for tests only). */
+const KEY = Buffer.from("TEST-ONLY-fixture-signing-key-0123456789");
+const token = (claims) =>
+  mintToken(KEY, { iss: "https://issuer.test", aud: "orders", exp: Math.floor(Date.now() / 1000) + 3600, ...claims }, { alg: "HS256", typ: "JWT", kid: "fixture" });
+
+/** A recording upstream per route: what reached it, in order. */
+async function startRecorder(routes) {
+  const seen = [];
+  const servers = [];
+  const addresses = {};
+  for (const route of routes) {
+    const server = createServer((req, res) => {
+      seen.push({ route, target: req.url, subject: req.headers["x-gateway-subject"] ?? null });
+      req.resume();
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"));
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server);
+    addresses[route] = `http://127.0.0.1:${server.address().port}`;
+  }
+  const close = () => Promise.all(servers.map((s) => new Promise((r) => (s.closeAllConnections(), s.close(() => r())))));
+  return { seen, addresses, close };
+}
+
+/** Starts workerd with the limits fixture in front of a recorder; `options` as startWorkerd's. */
+function gatewayWith(options) {
+  const state = {};
+  before(async () => {
+    state.upstream = await startRecorder(["orders", "users"]);
+    const { orders, users } = state.upstream.addresses;
+    state.workerd = await startWorkerd(`orders=${orders},users=${users}`, LIMITS_WASM, { env: { GATEWAY_DECISION_LOG: "on" }, ...options });
+  });
+  after(async () => {
+    await state.workerd?.proc.stop();
+    await state.upstream?.close();
+  });
+  state.get = async (path, claims) => {
+    const headers = claims ? { authorization: `Bearer ${token(claims)}` } : {};
+    const res = await fetch(`http://127.0.0.1:${state.workerd.port}${path}`, { headers });
+    return { status: res.status, headers: res.headers, body: await res.text() };
+  };
+  return state;
+}
+
+/** Asserts the module's 429 for `limit`, with retry-after at most `retryAtMost` seconds. */
+function assertLimited(res, limit, policy, retryAtMost) {
+  assert.equal(res.status, 429, res.body);
+  const retry = Number(res.headers.get("retry-after"));
+  assert.ok(Number.isInteger(retry) && retry >= 1 && retry <= retryAtMost, `retry-after ${retry}`);
+  assert.equal(res.headers.get("ratelimit-policy"), policy);
+  assert.match(res.headers.get("ratelimit"), new RegExp(`^"${limit}";r=0;t=[1-9][0-9]*$`));
+  assert.deepEqual(JSON.parse(res.body), { error_description: "rate limit exceeded", limit });
+}
+
+// The buckets kept as config.capnp keeps them (in memory), and on disk.
+for (const storage of ["memory", "disk"]) describe(`workerd counting testkit/fixture-limits.toml in Durable Objects (${storage})`, () => {
+  const gw = gatewayWith(storage === "disk" ? { limits: "disk" } : {});
+
+  test("a subject's 4th request within a minute is refused and never reaches the upstream; another subject passes", async () => {
+    for (const remaining of [2, 1, 0]) {
+      const res = await gw.get("/orders/1", { sub: "alice" });
+      assert.equal(res.status, 200, res.body);
+      assert.equal(res.headers.get("ratelimit-policy"), '"per-user";q=3;w=60');
+      assert.match(res.headers.get("ratelimit"), new RegExp(`^"per-user";r=${remaining};t=[1-9][0-9]*$`));
+    }
+    assertLimited(await gw.get("/orders/1", { sub: "alice" }), "per-user", '"per-user";q=3;w=60', 20);
+    assert.equal(gw.upstream.seen.filter((s) => s.subject === "alice").length, 3);
+    const bob = await gw.get("/orders/1", { sub: "bob" });
+    assert.equal(bob.status, 200, bob.body);
+    assert.match(bob.headers.get("ratelimit"), /^"per-user";r=2;t=/);
+  });
+
+  test("per tenant (a claim): its burst of 2 is shared by its subjects, and it adds no ratelimit field", async () => {
+    for (const sub of ["t1", "t2"]) {
+      const res = await gw.get("/tenants/7", { sub, tenant: "acme" });
+      assert.equal(res.status, 200, res.body);
+      assert.match(res.headers.get("ratelimit"), /^"per-user";r=2;t=[1-9][0-9]*$/, "per-user's alone (fields=0 for per-tenant)");
+      assert.equal(res.headers.get("ratelimit-policy"), '"per-user";q=3;w=60');
+    }
+    const third = await gw.get("/tenants/7", { sub: "t3", tenant: "acme" });
+    assert.equal(third.status, 429, third.body);
+    assert.deepEqual(JSON.parse(third.body), { error_description: "rate limit exceeded", limit: "per-tenant" });
+    assert.ok(!gw.upstream.seen.some((s) => s.subject === "t3"));
+    // per-tenant refused first, so t3's per-user bucket was not counted.
+    assert.match((await gw.get("/orders/1", { sub: "t3" })).headers.get("ratelimit"), /^"per-user";r=2;/);
+    assert.equal((await gw.get("/tenants/7", { sub: "t4", tenant: "globex" })).status, 200, "another tenant");
+  });
+
+  test("per address on a public path: 4 an hour, then 429", async () => {
+    for (let i = 0; i < 4; i++) assert.equal((await gw.get("/healthz")).status, 200);
+    assertLimited(await gw.get("/healthz"), "per-address", '"per-address";q=4;w=3600', 900);
+    assert.equal(gw.upstream.seen.filter((s) => s.target === "/healthz").length, 4);
+    assert.equal((await gw.get("/open/x")).status, 200, "a public path without limits");
+  });
+
+  test("the route's bucket on /search is shared by every caller", async () => {
+    for (const sub of ["s1", "s2"]) {
+      const res = await gw.get("/search?q=1", { sub });
+      assert.equal(res.status, 200, res.body);
+      assert.match(res.headers.get("ratelimit"), /^"search";r=[01];t=[1-9][0-9]*$/);
+    }
+    for (const sub of ["s1", "s2", "s3"]) assertLimited(await gw.get("/search?q=1", { sub }), "search", '"search";q=2;w=60', 30);
+    assert.equal(gw.upstream.seen.filter((s) => s.target.startsWith("/orders-svc/search")).length, 2);
+  });
+
+  test("each refusal is a decision line with outcome rate_limited and the forward's labels", async () => {
+    await new Promise((r) => setTimeout(r, 200)); // workerd's stdout, flushed
+    const lines = gw.workerd.proc
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l));
+    const limited = lines.filter((l) => l.outcome === "rate_limited");
+    assert.equal(limited.length, 6);
+    for (const l of limited) assert.deepEqual([l.status, l.upstream_status, l.reason], [429, null, "rate limit exceeded"]);
+    assert.deepEqual(limited.map((l) => l.rule), [null, "tenants", "health", "search", "search", "search"]);
+    assert.deepEqual(limited.map((l) => l.route), ["orders", "orders", "users", "orders", "orders", "orders"]);
+  });
+});
+
+describe("workerd without the LIMITS binding", () => {
+  const gw = gatewayWith({ limits: false });
+
+  test("a request in a limit is refused (500) with a log line, never forwarded; one outside every limit is", async () => {
+    const res = await gw.get("/orders/1", { sub: "alice" });
+    assert.equal(res.status, 500);
+    assert.deepEqual(JSON.parse(res.body), { error_description: "rate limits not bound" });
+    assert.equal((await gw.get("/open/x")).status, 200);
+    assert.deepEqual(gw.upstream.seen.map((s) => s.target), ["/open/x"]);
+    assert.match(gw.workerd.proc.output(), /the module limits requests \(per-user, per-tenant, per-address, search\) but no Durable Object namespace LIMITS is bound/);
   });
 });
