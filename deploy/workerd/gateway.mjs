@@ -20,6 +20,8 @@ const JSON_TYPE = "application/json";
  * test/shim.test.mjs holds this to it).
  */
 export const MODULE_FAILED = 71;
+/** The outcome id of a request its rate limits could not be counted for (`limit_store_unavailable`). */
+export const LIMIT_STORE_UNAVAILABLE = 80;
 /** The outcome ids of a forward: a verified token, a public rule. */
 const FORWARDED = 0;
 const PUBLIC = 1;
@@ -381,18 +383,19 @@ export class Gateway {
    * A forward with buckets (ABI.md, "Rate limits"): each counted in order;
    * the first that refuses gets the module's 429 instead of a forward; when
    * all allow, the forward with a `ratelimit` field per limit whose fields
-   * are on. A counter not bound, or failing, refuses (500, 503).
+   * are on. A counter not bound, or failing, refuses (500, 503), outcome
+   * `limit_store_unavailable`.
    */
   async countThenForward(request, started, plan, input, now) {
     let counted;
-    const host = (status, why) => this.report(request, started, { ...plan.labels, outcome: MODULE_FAILED }, why, hostError(status, why));
+    const host = (status, why, outcome = LIMIT_STORE_UNAVAILABLE) => this.report(request, started, { ...plan.labels, outcome }, why, hostError(status, why));
     try {
       this.limits ??= readLimits(this.labelTable());
       counted = await countBuckets(plan.buckets, this.limits, this.counter ?? NOT_BOUND);
     } catch (error) {
       const bound = !(error instanceof LimitsNotBound);
       console.error(`gateway: rate limit ${bound ? "counting failed" : "not bound"}, request refused: ${error.message} (deploy/workerd/README.md, "Rate limits")`);
-      return bound ? host(503, "rate limit counter unavailable") : host(500, "rate limits not bound");
+      return bound ? host(503, "rate limit store unavailable") : host(500, "rate limits not bound");
     }
     if (counted.refused === undefined) {
       for (const value of counted.fields) plan.responseAdd.push(["ratelimit", value]);
@@ -411,7 +414,7 @@ export class Gateway {
       this.instance = null;
       console.error(`gateway: module failed in limited, instance discarded: ${error}`);
     }
-    return (answer && this.answer(request, started, answer)) ?? host(500, "gateway module failed");
+    return (answer && this.answer(request, started, answer)) ?? host(500, "gateway module failed", MODULE_FAILED);
   }
 
   /**

@@ -30,7 +30,7 @@ export const OUTCOMES = [
   "preflight_with_body", "scratch_exhausted", "invalid_clock", "invalid_context", "upstream_unavailable",
   "upstream_timed_out", "upstream_busy", "module_failed", "module_out_of_time", "gateway_busy",
   "body_too_large", "body_timed_out",
-  "whitespace_at_segment_edge", "bound_token", "malformed_head", "rate_limited",
+  "whitespace_at_segment_edge", "bound_token", "malformed_head", "rate_limited", "limit_store_unavailable",
 ];
 
 /**

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { ROOT, mintToken, startWorkerd } from "../harness.mjs";
+import { LIMIT_STORE_UNAVAILABLE } from "../gateway.mjs";
+import { OUTCOMES, Observer } from "../observe.mjs";
 import { LimitsNotBound, bindingCounter, bindingName, count, countBuckets, intervalUs, ratelimitField, readLimits } from "../limits.mjs";
 
 const golden = JSON.parse(readFileSync(join(ROOT, "contract", "golden", "limits.json"), "utf8"));
@@ -106,6 +108,18 @@ describe("counting a forward's buckets", () => {
 
     await assert.rejects(bindingCounter({}).count("search:r:2", limits[2]), (e) => e instanceof LimitsNotBound && /RATE_LIMIT_SEARCH/.test(e.message));
   });
+});
+
+test("a refusal's decision line and data point name outcome rate_limited", () => {
+  const lines = [];
+  const points = [];
+  const names = { rules: ["search"], routes: ["orders"], issuers: ["https://issuer.test"] };
+  const observer = new Observer(names, { rate: 1, log: (l) => lines.push(JSON.parse(l)), dataset: { writeDataPoint: (p) => points.push(p) } });
+  assert.equal(OUTCOMES[LIMIT_STORE_UNAVAILABLE], "limit_store_unavailable", "the outcome id gateway.mjs names");
+  const labels = { outcome: OUTCOMES.indexOf("rate_limited"), rule: 0, route: 0, issuer: 0, cache: "none" };
+  observer.write(observer.record(new Request("http://gw/search?q=1"), { labels, reason: "rate limit exceeded", status: 429 }));
+  assert.deepEqual([lines[0].outcome, lines[0].rule, lines[0].status, lines[0].upstream_status], ["rate_limited", "search", 429, null]);
+  assert.deepEqual([points[0].indexes, points[0].blobs.slice(0, 3), points[0].doubles.slice(0, 2)], [["rate_limited"], ["rate_limited", "search", "orders"], [429, 0]]);
 });
 
 /** The module built from testkit/fixture-limits.toml by `make fixture`. */
@@ -240,5 +254,11 @@ describe("workerd without the LIMITS binding", () => {
     assert.equal((await gw.get("/open/x")).status, 200);
     assert.deepEqual(gw.upstream.seen.map((s) => s.target), ["/open/x"]);
     assert.match(gw.workerd.proc.output(), /the module limits requests \(per-user, per-tenant, per-address, search\) but no Durable Object namespace LIMITS is bound/);
+    await new Promise((r) => setTimeout(r, 200)); // workerd's stdout, flushed
+    const line = gw.workerd.proc.output().split("\n").find((l) => l.includes('"status":500'));
+    assert.deepEqual(
+      ((l) => [l.outcome, l.reason, l.route])(JSON.parse(line)),
+      ["limit_store_unavailable", "rate limits not bound", "orders"],
+    );
   });
 });
