@@ -8,7 +8,7 @@
 // WebAssembly), so the same code runs in workerd and, for its unit tests, in
 // Node.js. A module that fetches keys at run time gets them through keys.mjs.
 import { KeyFetcher, readKeySources } from "./keys.mjs";
-import { LimitsNotBound, bindingCounter, countBuckets, readLimits } from "./limits.mjs";
+import { LimitsNotBound, UnknownLimit, bindingCounter, countBuckets, readLimits } from "./limits.mjs";
 
 /** The contract version this host understands (worker/ABI.md). */
 export const ABI_VERSION = 5;
@@ -393,9 +393,9 @@ export class Gateway {
       this.limits ??= readLimits(this.labelTable());
       counted = await countBuckets(plan.buckets, this.limits, this.counter ?? NOT_BOUND);
     } catch (error) {
-      const bound = !(error instanceof LimitsNotBound);
-      console.error(`gateway: rate limit ${bound ? "counting failed" : "not bound"}, request refused: ${error.message} (deploy/workerd/README.md, "Rate limits")`);
-      return bound ? host(503, "rate limit store unavailable") : host(500, "rate limits not bound");
+      console.error(`gateway: rate limits not counted, request refused: ${error.message} (deploy/workerd/README.md, "Rate limits")`);
+      if (error instanceof UnknownLimit) return host(500, "gateway module failed", MODULE_FAILED);
+      return error instanceof LimitsNotBound ? host(500, "rate limits not bound") : host(503, "rate limit store unavailable");
     }
     if (counted.refused === undefined) {
       for (const value of counted.fields) plan.responseAdd.push(["ratelimit", value]);

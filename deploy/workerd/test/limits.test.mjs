@@ -12,7 +12,8 @@ import { join } from "node:path";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { ROOT, mintToken, startWorkerd } from "../harness.mjs";
-import { LIMIT_STORE_UNAVAILABLE } from "../gateway.mjs";
+import binaryen from "binaryen";
+import { Gateway, LIMIT_STORE_UNAVAILABLE } from "../gateway.mjs";
 import { OUTCOMES, Observer } from "../observe.mjs";
 import { LimitsNotBound, bindingCounter, bindingName, count, countBuckets, intervalUs, ratelimitField, readLimits } from "../limits.mjs";
 
@@ -107,6 +108,81 @@ describe("counting a forward's buckets", () => {
     assert.deepEqual(fields, { fields: [] }, "no remaining known: no ratelimit field");
 
     await assert.rejects(bindingCounter({}).count("search:r:2", limits[2]), (e) => e instanceof LimitsNotBound && /RATE_LIMIT_SEARCH/.test(e.message));
+  });
+});
+
+/**
+ * A stand-in module (ABI 5): every request is a forward to
+ * http://127.0.0.1:9 with the buckets `=00 a:s:0.x` and `=01 b:r:0` and the
+ * limit table `limit a 3 60 3 1` / `limit b 2 60 2 0`; `limited` answers 429
+ * and keeps its arguments (`last_bucket`, `last_retry`, `last_reset`), and
+ * `handled` counts the decisions.
+ */
+function limitsModule(table = "limit a 3 60 3 1\nlimit b 2 60 2 0") {
+  const esc = (s) => [...s].map((c) => (/[\w ]/.test(c) ? c : `\\${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).join("");
+  const forward = "http://127.0.0.1:9\n/x\n#00ffff0000ff -\n=00 a:s:0.x\n=01 b:r:0";
+  const answer = '\nrate limit exceeded\n#4fffff0000ff -\n>retry-after:1\n{"limit":"b"}';
+  const text = [[4096, forward], [8192, table], [12288, answer]];
+  const out = (i) => `(global.set $p (i32.const ${text[i][0]})) (global.set $l (i32.const ${text[i][1].length}))`;
+  const wat = `(module (memory (export "memory") 1)
+    ${text.map(([at, s]) => `(data (i32.const ${at}) "${esc(s)}")`).join(" ")}
+    (global $p (mut i32) (i32.const 0)) (global $l (mut i32) (i32.const 0))
+    (global $h (mut i32) (i32.const 0)) (global $b (mut i32) (i32.const -1)) (global $r (mut i32) (i32.const 0)) (global $t (mut i32) (i32.const 0))
+    (func (export "abi_version") (result i32) (i32.const 5))
+    (func (export "input_ptr") (result i32) (i32.const 0))
+    (func (export "input_capacity") (result i32) (i32.const 4000))
+    (func (export "routes") (result i32) (global.set $l (i32.const 0)) (i32.const 0))
+    (func (export "labels") (result i32) ${out(1)} (i32.const 0))
+    (func (export "handle") (param i32 f64) (result i32) (global.set $h (i32.add (global.get $h) (i32.const 1))) ${out(0)} (i32.const 200))
+    (func (export "limited") (param i32 i32 i32) (result i32)
+      (global.set $b (local.get 0)) (global.set $r (local.get 1)) (global.set $t (local.get 2)) ${out(2)} (i32.const 429))
+    (func (export "handled") (result i32) (global.get $h))
+    (func (export "last_bucket") (result i32) (global.get $b))
+    (func (export "last_retry") (result i32) (global.get $r))
+    (func (export "last_reset") (result i32) (global.get $t))
+    (func (export "output_ptr") (result i32) (global.get $p))
+    (func (export "output_len") (result i32) (global.get $l)))`;
+  const m = binaryen.parseText(wat);
+  assert.ok(m.validate(), "the stand-in module validates");
+  const bytes = m.emitBinary();
+  m.dispose();
+  return new WebAssembly.Module(bytes);
+}
+
+describe("the shim's counting, with a stand-in module (Node.js)", () => {
+  test("the first refusal stops counting; the request is decided again and limited() gets its bucket and seconds", async () => {
+    const counted = [];
+    const counter = {
+      count: async (key, limit) => {
+        counted.push(key);
+        return key === "b:r:0" ? { allowed: false, remaining: 0, reset_secs: 61, retry_after_secs: 31 } : { allowed: true, remaining: 2, reset_secs: 20, retry_after_secs: 0 };
+      },
+    };
+    const gateway = new Gateway(limitsModule(), { counter });
+    const res = await gateway.fetch(new Request("http://gw/x"));
+    assert.equal(res.status, 429);
+    assert.deepEqual(await res.json(), { limit: "b" });
+    assert.deepEqual(counted, ["a:s:0.x", "b:r:0"]);
+    const e = gateway.instance.exports;
+    assert.deepEqual([e.last_bucket(), e.last_retry(), e.last_reset()], [1, 31, 61]);
+    assert.equal(gateway.instance.exports.handled(), 2, "decided again before limited");
+  });
+
+  test("a counter that fails refuses with 503; none bound, with 500; neither forwards", async () => {
+    const failing = new Gateway(limitsModule(), { counter: { count: async () => Promise.reject(new Error("object unreachable")) } });
+    const res = await failing.fetch(new Request("http://gw/x"));
+    assert.equal(res.status, 503);
+    assert.deepEqual(await res.json(), { error_description: "rate limit store unavailable" });
+    const unbound = await new Gateway(limitsModule()).fetch(new Request("http://gw/x"));
+    assert.equal(unbound.status, 500);
+    assert.deepEqual(await unbound.json(), { error_description: "rate limits not bound" });
+  });
+
+  test("a bucket whose limit the table does not list is the module's failure (500), never forwarded", async () => {
+    const gateway = new Gateway(limitsModule("limit a 3 60 3 1"), { counter: { count: async () => ({ allowed: true, remaining: 1, reset_secs: 1, retry_after_secs: 0 }) } });
+    const res = await gateway.fetch(new Request("http://gw/x"));
+    assert.equal(res.status, 500);
+    assert.deepEqual(await res.json(), { error_description: "gateway module failed" });
   });
 });
 
