@@ -12,6 +12,10 @@
 //! carry `"labels"`: what decided it (`{"outcome", "rule", "route",
 //! "issuer", "cache"}`, named as `serve --metrics` names them, null for none). A line that is not valid JSON, or has no `request`
 //! string, gets `{"status": null, ..., "input_error": "..."}` and the rest go on.
+//!
+//! A module with rate limits has each forward counted in process at its
+//! line's `now` (`crate::traffic`): a spent bucket's line is the module's
+//! 429, so a file of lines replays a burst.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -26,6 +30,7 @@ use runtime::{Input, Isolation, Outcome, Reusable, Runtime, unix_now};
 
 use crate::args::{EngineArgs, NamingArgs, SourceArgs};
 use crate::metrics::Names;
+use crate::traffic::{Counted, Counting, FailMode, StoreKind, TrafficArgs, table};
 
 /// `host-sim eval` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -106,6 +111,7 @@ pub fn input_error_json(line_number: usize, why: &str) -> Value {
 pub fn eval_stream(
     runtime: &Runtime,
     names: &Names,
+    counting: Option<&Counting>,
     isolation: Isolation,
     default_now: f64,
     input: impl BufRead,
@@ -135,7 +141,17 @@ pub fn eval_stream(
                         (_, Err(())) => input_error_json(index + 1, "\"peer\" is not an IP address"),
                         (Some(now), Ok(peer)) => {
                             let input = Input { peer, ..Input::from(head.as_bytes()) };
-                            outcome_json(&runtime.decide(isolation, &mut reusable, input, now), names)
+                            let count = |decision: &DecisionBuf| match (counting, decision.view()) {
+                                (Some(counting), Decision::Forward(forward)) => {
+                                    match counting.count(&forward, (now * 1e6) as u64) {
+                                        Counted::Refused(refusal) => Some(refusal),
+                                        _ => None,
+                                    }
+                                }
+                                _ => None,
+                            };
+                            let outcome = runtime.decide_counted(isolation, &mut reusable, input, now, count);
+                            outcome_json(&outcome, names)
                         }
                     }
                 }
@@ -162,10 +178,24 @@ pub fn run(args: &EvalArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // A module with limits: counted in process, at each line's clock.
+    let traffic = TrafficArgs {
+        store: StoreKind::Local,
+        limits_fail: FailMode::Open,
+        limits_timeout_ms: 50,
+        limits_capacity: table::DEFAULT_CAPACITY,
+    };
+    let counting = match crate::traffic::for_module(&runtime, &traffic, None) {
+        Ok(counting) => counting,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let now = args.now.unwrap_or_else(unix_now);
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    match eval_stream(&runtime, &names, args.engine.isolation, now, stdin, stdout) {
+    match eval_stream(&runtime, &names, counting.as_ref(), args.engine.isolation, now, stdin, stdout) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

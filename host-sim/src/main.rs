@@ -27,6 +27,7 @@ enum Command {
     /// Decide requests read as JSON Lines on stdin; one JSON line out per request.
     Eval(host_sim::eval::EvalArgs),
     /// Serve HTTP/1.1: run each request head through the module, forward or reject.
+    #[command(after_help = host_sim::traffic::HELP)]
     Serve(Box<host_sim::serve::ServeArgs>),
     /// Run an echo upstream that describes each request it receives as JSON.
     Upstream(host_sim::echo::UpstreamArgs),

@@ -337,3 +337,62 @@ fn a_flood_of_keys_keeps_the_table_bounded() {
     let evictions = metric(&scrape(metrics), "gateway_limit_evictions_total");
     assert!(evictions >= 200.0, "evictions counted: {evictions}");
 }
+
+#[test]
+fn a_store_that_never_answers_is_a_timeout_not_a_hung_request() {
+    // Accepts connections and never answers (held until the test ends).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = listener.local_addr().unwrap();
+    let held = std::thread::spawn(move || {
+        let mut streams = Vec::new();
+        listener.set_nonblocking(true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while streams.len() < 4 && Instant::now() < deadline {
+            match listener.accept() {
+                Ok((stream, _)) => streams.push(stream),
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        streams
+    });
+    let upstream = Upstream::start();
+    let url = format!("redis://{silent}");
+    let open = gateway(upstream.addr, &["--limits", &url, "--limits-timeout-ms", "50"]);
+    let closed = gateway(upstream.addr, &["--limits", &url, "--limits-fail", "closed"]);
+    let reply = get(open.addr, &token("gina"));
+    assert_eq!((reply.status, reply.header("ratelimit")), (200, None), "{reply:?}");
+    assert_eq!(get(closed.addr, &token("gina")).status, 503);
+    assert_eq!(upstream.seen(), 1);
+    let (_, log) = open.terminate();
+    assert!(log.contains("limits: redis at"), "{log}");
+    drop(closed);
+    drop(held);
+}
+
+#[test]
+fn eval_counts_each_line_at_its_clock() {
+    let t = token("hana");
+    let line = |now: u64| {
+        let request = format!("GET /v1/items HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {t}\r\n\r\n");
+        serde_json::json!({ "request": request, "now": now }).to_string()
+    };
+    let now = runtime::unix_now() as u64;
+    // Four at once, then one 20 s (one interval of 3 a minute) later.
+    let input: Vec<String> = [now, now, now, now, now + 20].into_iter().map(line).collect();
+    let wasm = limits_wasm();
+    let mut child = common::bin()
+        .args(["eval", "--wasm", wasm.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all((input.join("\n") + "\n").as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let statuses: Vec<u64> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 429, 200]);
+}

@@ -36,6 +36,23 @@ use runtime::Refusal;
 use self::redis::RedisStore;
 use self::table::Table;
 
+/// What `serve --help` says of rate limits.
+pub const HELP: &str = "\
+Rate limits: a module built with [[limits]] names the buckets each forward
+falls in; serve counts the request in each (GCRA) and sends the module's
+429 instead of forwarding when one is spent (outcome rate_limited).
+  --limits local            count in this process (default), in at most
+                            --limits-capacity buckets; a full table drops
+                            buckets whose time has passed, then evicts the
+                            one closest to full (gateway_limit_evictions_total)
+  --limits redis://H:P      one budget shared by every gateway counting there
+  --limits-timeout-ms N     the most one Redis call may take (default 50)
+  --limits-fail open        Redis down or slow: forward uncounted (default;
+                            no limit holds while it is away)
+  --limits-fail closed      Redis down or slow: answer 503
+                            (limit_store_unavailable)
+Store failures: gateway_limit_store_errors_total, one stderr line per 10 s.";
+
 /// How often a failing store is logged, at most.
 pub const LOG_EVERY: Duration = Duration::from_secs(10);
 

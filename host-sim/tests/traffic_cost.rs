@@ -1,0 +1,144 @@
+//! What counting costs a decision: `serve`'s decide path (the module's
+//! decision, then the forward's buckets counted in the in-process table)
+//! with counting on and off, over the limits fixture, on one serving
+//! thread and on two at once (sharing the table, as `serve`'s threads
+//! do). Rounds interleaved; prints the median of each and the ratio.
+//! Asserts nothing about time: run it by hand,
+//! `cargo test --release -p host-sim --test traffic_cost -- --ignored --nocapture`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use host_sim::serve::{Gateway, Log};
+use host_sim::traffic::{Counting, FailMode, LimitCounters, StoreKind, TrafficArgs, limit_table};
+use host_sim::upstream::Forwarder;
+use runtime::{Input, Isolation, ModuleSource, Runtime};
+
+const REQUESTS: usize = 20_000;
+const ROUNDS: usize = 5;
+
+fn heads(count: usize, round: usize) -> Vec<Vec<u8>> {
+    let config = gateway_config::load(&common::root().join("testkit/fixture-limits.toml")).unwrap();
+    let now = runtime::unix_now() as u64;
+    // Distinct subjects: every request is counted and allowed.
+    let tokens: Vec<String> = (0..count)
+        .map(|i| {
+            testkit::tokens::mint_for(&config, "orders", Some(&format!("u{round}-{i}")), now, 600).unwrap()
+        })
+        .collect();
+    tokens
+        .iter()
+        .map(|t| {
+            format!("GET /v1/items HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer {t}\r\n\r\n").into_bytes()
+        })
+        .collect()
+}
+
+/// Decides every head across `threads` threads; the wall time.
+fn run(gateway: &Gateway, options: &runtime::EngineOptions, threads: usize, heads: &[Vec<u8>]) -> Duration {
+    let gateways: Vec<Gateway> = (0..threads).map(|_| gateway.for_thread(options).unwrap()).collect();
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for (i, gateway) in gateways.iter().enumerate() {
+            scope.spawn(move || {
+                for head in heads.iter().skip(i).step_by(threads) {
+                    let (outcome, _) = gateway.decide_counted(Input::from(head.as_slice()));
+                    assert_eq!(outcome.unwrap().status(), 200);
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+#[test]
+#[ignore = "a measurement: run by hand with --ignored --nocapture"]
+fn counting_cost() {
+    let wasm = common::root().join("target/fixture/gateway-limits.wasm");
+    let options = common::relaxed();
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(wasm), 4).unwrap();
+    let limits = limit_table(&runtime.labels().unwrap()).unwrap();
+    let args = TrafficArgs {
+        store: StoreKind::Local,
+        limits_fail: FailMode::Open,
+        limits_timeout_ms: 50,
+        limits_capacity: 1_000_000,
+    };
+    let forwarder = Forwarder::new(Default::default(), host_sim_forward_limits());
+    let off = Gateway::new(runtime, Isolation::Fresh, forwarder, Log::default());
+    let on = off.for_thread(&options).unwrap().with_counting(Counting::new(
+        limits,
+        &args,
+        LimitCounters::default(),
+    ));
+    for threads in [1, 2] {
+        let (mut offs, mut ons) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let heads = heads(REQUESTS, round * 10 + threads);
+            offs.push(run(&off, &options, threads, &heads));
+            ons.push(run(&on, &options, threads, &heads));
+        }
+        offs.sort();
+        ons.sort();
+        let (off_t, on_t) = (offs[ROUNDS / 2], ons[ROUNDS / 2]);
+        let rate = |d: Duration| REQUESTS as f64 / d.as_secs_f64();
+        println!(
+            "{threads} thread(s), {REQUESTS} decisions, median of {ROUNDS}: off {:.0}/s, on {:.0}/s, on/off {:.3}",
+            rate(off_t),
+            rate(on_t),
+            rate(on_t) / rate(off_t)
+        );
+    }
+}
+
+/// The forward limits `serve` uses by default (no forward is sent here).
+fn host_sim_forward_limits() -> host_sim::limits::ForwardLimits {
+    host_sim::limits::ForwardLimits {
+        body_timeout: Duration::from_secs(10),
+        max_body: 10 << 20,
+        connect_timeout: Duration::from_secs(5),
+        timeout: Duration::from_secs(30),
+        max_connections: 256,
+        queue_timeout: Duration::from_secs(5),
+    }
+}
+
+/// The table alone: counts per second on one thread and on two at once
+/// (each on keys of its own, as two serving threads' callers are): with
+/// 64 shards two threads rarely wait on one lock, so two should count
+/// about twice what one does on two free cores.
+#[test]
+#[ignore = "a measurement: run by hand with --ignored --nocapture"]
+fn table_cost() {
+    use host_sim::traffic::table::Table;
+    let limit =
+        contract::limits::Limit { name: "per-user", requests: 3, per_secs: 60, burst: 3, fields: true };
+    let keys: Vec<String> = (0..200_000).map(|i| format!("per-user:s:0.user-{i}")).collect();
+    let now = runtime::unix_now() as u64 * 1_000_000;
+    for threads in [1, 2] {
+        let mut rates = Vec::new();
+        for _ in 0..ROUNDS {
+            let table = Table::new(1_000_000, Default::default());
+            let start = Instant::now();
+            std::thread::scope(|scope| {
+                for t in 0..threads {
+                    let (table, keys) = (&table, &keys);
+                    scope.spawn(move || {
+                        for key in keys.iter().skip(t).step_by(threads) {
+                            std::hint::black_box(table.count(key, &limit, now));
+                        }
+                    });
+                }
+            });
+            rates.push(keys.len() as f64 / start.elapsed().as_secs_f64());
+        }
+        rates.sort_by(f64::total_cmp);
+        println!(
+            "table, {threads} thread(s), {} new keys, median of {ROUNDS}: {:.0} counts/s",
+            keys.len(),
+            rates[ROUNDS / 2]
+        );
+    }
+}
