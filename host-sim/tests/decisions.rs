@@ -278,7 +278,10 @@ fn every_reachable_rejection_is_covered() {
         let fetched_keys = format!("{rejection:?}") == "KeysUnavailable";
         // A spent bucket is answered by `limited`, not `handle`: tests/traffic.rs.
         let limited = format!("{rejection:?}") == "RateLimited";
-        assert!(covered || fetched_keys || limited || UNREACHABLE.contains(&rejection), "no case for {rejection:?}");
+        assert!(
+            covered || fetched_keys || limited || UNREACHABLE.contains(&rejection),
+            "no case for {rejection:?}"
+        );
     }
 }
 
