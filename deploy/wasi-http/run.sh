@@ -41,7 +41,11 @@ component=${COMPONENT:-dist/gateway-wasi-http.wasm}
 
 case "${INSTANCES:-reuse}" in
   reuse) instances=(--max-instance-reuse-count 1000000 --idle-instance-timeout 600s) ;;
-  fresh) instances=() ;;
+  fresh)
+    instances=()
+    if grep -q '^\[\[limits\]\]' "${GATEWAY_CONFIG:-gateway.toml}" 2>/dev/null; then
+      echo "warning: INSTANCES=fresh counts every request in an empty table: no rate limit of ${GATEWAY_CONFIG:-gateway.toml} will refuse (README, \"Rate limits\")" >&2
+    fi ;;
   *) echo "error: INSTANCES is reuse or fresh, not '$INSTANCES'" >&2; exit 1 ;;
 esac
 

@@ -135,15 +135,8 @@ impl Instance {
             let name = LabelName::Issuer(issuer.iss.unwrap_or("-"));
             written = written.and_then(|()| out.label_name(out.written() == 0, &name));
         }
-        for l in config.policy.limits.table {
-            let limit = contract::limits::Limit {
-                name: l.name,
-                requests: l.requests,
-                per_secs: l.per_secs,
-                burst: l.burst,
-                fields: l.fields,
-            };
-            written = written.and_then(|()| out.limit_line(out.written() == 0, &limit));
+        for limit in config.policy.limits.table {
+            written = written.and_then(|()| out.limit_line(out.written() == 0, &limit.counted()));
         }
         self.output_len = if written.is_ok() { out.written() } else { 0 };
         self.output_len as u32

@@ -158,6 +158,20 @@ pub struct Limit<'c> {
     pub fields: bool,
 }
 
+impl<'c> Limit<'c> {
+    /// The limit as hosts count it (`contract::limits`), the numbers of its
+    /// `limit` line.
+    pub fn counted(&self) -> contract::limits::Limit<'c> {
+        contract::limits::Limit {
+            name: self.name,
+            requests: self.requests,
+            per_secs: self.per_secs,
+            burst: self.burst,
+            fields: self.fields,
+        }
+    }
+}
+
 /// What a limit's buckets are kept per: only what the gateway verified, or
 /// the address the host saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

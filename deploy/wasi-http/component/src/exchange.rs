@@ -52,6 +52,9 @@ pub(crate) struct ClientRequest {
     pub first: Option<Vec<u8>>,
     /// How the body is sent.
     pub framing: Body,
+    /// Fields the host adds to the upstream's response after the plan's
+    /// (the `RateLimit` fields of the buckets it counted).
+    pub response_fields: Vec<Field>,
 }
 
 /// Why a body could not be streamed through.
@@ -76,7 +79,7 @@ pub(crate) fn forward(
     client: ClientRequest,
     overrides: &Overrides,
 ) -> Result<(), ResponseOutparam> {
-    let ClientRequest { method, fields, body, stream, first, framing } = client;
+    let ClientRequest { method, fields, body, stream, first, framing, response_fields } = client;
     let (https, authority) = plan::split_origin(overrides.origin(forward.origin));
     let Ok(headers) = Fields::from_list(&plan::request_fields(fields, forward)) else {
         log("gateway: the runtime refused the forward's fields");
@@ -128,7 +131,7 @@ pub(crate) fn forward(
         Err(Failure::Broken) => drop(outgoing),
     }
     match response(&future) {
-        Ok(upstream) => relay(response_out, forward, upstream),
+        Ok(upstream) => relay(response_out, forward, upstream, response_fields),
         Err(code) => host_answer(response_out, upstream_failure(&code)),
     }
     Ok(())
@@ -248,8 +251,14 @@ pub(crate) fn response(future: &FutureIncomingResponse) -> Result<IncomingRespon
 /// Sends the upstream's status and fields, with the plan's response
 /// edits, and streams its body; a body that breaks off cuts the client's
 /// response short (it is not finished).
-fn relay(response_out: ResponseOutparam, forward: &Forward<'_>, upstream: IncomingResponse) {
-    let fields = plan::response_fields(upstream.headers().entries(), forward);
+fn relay(
+    response_out: ResponseOutparam,
+    forward: &Forward<'_>,
+    upstream: IncomingResponse,
+    extra: Vec<Field>,
+) {
+    let mut fields = plan::response_fields(upstream.headers().entries(), forward);
+    fields.extend(extra);
     let Ok(headers) = Fields::from_list(&fields) else {
         log("gateway: the runtime refused the upstream response's fields");
         return host_answer(response_out, HostAnswer::ModuleFailed);

@@ -79,7 +79,29 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     match decision {
         Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
         Ok(Decision::Forward(forward)) => {
-            let client = crate::exchange::ClientRequest { method, fields, body, stream, first, framing };
+            #[cfg(not(policy_limits))]
+            let response_fields = alloc::vec::Vec::new();
+            #[cfg(policy_limits)]
+            let response_fields = match count(&mut state.counter, &forward) {
+                Ok(fields) => fields,
+                Err((bucket, retry_after, reset)) => {
+                    let status = instance.limited(bucket, retry_after, reset, compiled_config());
+                    match Decision::decode(status, instance.output()) {
+                        Ok(Decision::Answer(answer)) => send_answer(response_out, &answer, head),
+                        _ => host_answer(response_out, HostAnswer::ModuleFailed),
+                    }
+                    return;
+                }
+            };
+            let client = crate::exchange::ClientRequest {
+                method,
+                fields,
+                body,
+                stream,
+                first,
+                framing,
+                response_fields,
+            };
             if let Err(response_out) = crate::exchange::forward(response_out, &forward, client, overrides) {
                 // The head is still in the input buffer: it gets the chunked framing too.
                 let len = input::add_chunked(instance.input_mut(), len);
@@ -95,6 +117,34 @@ fn handle(state: &mut State, request: IncomingRequest, response_out: ResponseOut
     // instance the runtime reuses); the next request does not wait for them.
     #[cfg(runtime_keys)]
     state.keys.refresh_due(&mut state.instance, &state.overrides);
+}
+
+/// Counts a forward in each bucket it names (`ABI.md`, "Rate limits"), in
+/// the instance's own memory: the `RateLimit` fields for its response, or
+/// the first spent bucket's position, `Retry-After` and reset seconds.
+#[cfg(policy_limits)]
+fn count(
+    counter: &mut crate::counter::Counter,
+    forward: &contract::Forward<'_>,
+) -> Result<alloc::vec::Vec<crate::plan::Field>, (u32, u32, u32)> {
+    use alloc::borrow::ToOwned;
+    counter.seed(crate::bindings::wasi::random::random::get_random_u64);
+    let now = crate::bindings::wasi::clocks::wall_clock::now();
+    let now_us = now.seconds * 1_000_000 + u64::from(now.nanoseconds / 1_000);
+    let table = compiled_config().policy.limits.table;
+    let mut fields = alloc::vec::Vec::new();
+    for (position, bucket) in forward.buckets().enumerate() {
+        let Some(limit) = table.get(usize::from(bucket.limit)).map(|l| l.counted()) else { continue };
+        let verdict = counter.count(bucket.key, &limit, now_us);
+        if !verdict.allowed {
+            return Err((position as u32, verdict.retry_after_secs, verdict.reset_secs));
+        }
+        if limit.fields {
+            let value = alloc::format!("\"{}\";r={};t={}", limit.name, verdict.remaining, verdict.reset_secs);
+            fields.push((contract::limits::fields::RATELIMIT.to_owned(), value.into_bytes()));
+        }
+    }
+    Ok(fields)
 }
 
 /// Answers a request whose body came chunked beside its `Content-Length`

@@ -10,6 +10,7 @@
 //! | module | job |
 //! |---|---|
 //! | [`input`] | the context line and the request head, from the request's parts into the core's input buffer |
+//! | [`counter`] | rate limits counted in the instance's own memory |
 //! | [`framing`] | the request body's framing as wasi:http shows it, and how a forward frames it |
 //! | [`plan`] | a forward's fields: the upstream request's and the upstream response's |
 //! | `handler` (wasm32) | the export: a request decided, an answer sent, a forward handed to `exchange` |
@@ -28,6 +29,7 @@
 
 extern crate alloc;
 
+pub mod counter;
 pub mod framing;
 pub mod input;
 pub mod plan;

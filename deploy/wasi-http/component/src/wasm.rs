@@ -8,7 +8,8 @@ use worker::abi::Instance;
 use crate::overrides::Overrides;
 
 /// What the component keeps between the calls of one instance: the core's
-/// buffers, the upstream overrides, and the key fetches' schedules.
+/// buffers, the upstream overrides, the key fetches' schedules, and the
+/// rate-limit buckets.
 /// `wasmtime serve` makes a fresh instance for each request unless told to
 /// reuse them.
 pub(crate) struct State {
@@ -16,6 +17,8 @@ pub(crate) struct State {
     pub overrides: Overrides,
     #[cfg(runtime_keys)]
     pub keys: crate::keys::Sources,
+    #[cfg(policy_limits)]
+    pub counter: crate::counter::Counter,
 }
 
 impl State {
@@ -26,6 +29,8 @@ impl State {
             overrides: Overrides::new(),
             #[cfg(runtime_keys)]
             keys: crate::keys::Sources::new(),
+            #[cfg(policy_limits)]
+            counter: crate::counter::Counter::new(),
         }
     }
 }
