@@ -115,7 +115,7 @@ lint: setup
 	  --target wasm32-unknown-unknown --target-dir target/bench-kernels -- -D warnings
 	# The Envoy filter's wasm32-only code (its exports and host calls) in each
 	# of its shapes: plain, with response edits (CORS), with key fetching.
-	for config in gateway.toml testkit/fixture-policies.toml; do \
+	for config in gateway.toml testkit/fixture-policies.toml testkit/fixture-limits.toml; do \
 	  GATEWAY_CONFIG=$$config $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
 	    --target wasm32-unknown-unknown -- -D warnings || exit 1; \
 	done
@@ -127,6 +127,8 @@ lint: setup
 	  --target wasm32-unknown-unknown -- -D warnings
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \
 	  --target wasm32-unknown-unknown --features rs256,es256,eddsa,upstream-override -- -D warnings
+	GATEWAY_CONFIG=testkit/fixture-limits.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \
+	  --target wasm32-unknown-unknown --features upstream-override -- -D warnings
 
 ## demo: build, benchmark cold and warm, then serve a few allowed and rejected requests
 demo: worker host
