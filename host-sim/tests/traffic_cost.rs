@@ -142,3 +142,53 @@ fn table_cost() {
         );
     }
 }
+
+/// Counting in a local redis-server (one script call per decision, on the
+/// serving thread): decisions per second against counting off.
+#[test]
+#[ignore = "a measurement: run by hand with --ignored --nocapture"]
+fn redis_cost() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let Ok(mut redis) = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+    else {
+        eprintln!("SKIPPED: redis-server is not installed");
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let wasm = common::root().join("target/fixture/gateway-limits.wasm");
+    let options = common::relaxed();
+    let runtime = Runtime::load(&options, &ModuleSource::Wasm(wasm), 4).unwrap();
+    let limits = limit_table(&runtime.labels().unwrap()).unwrap();
+    let args = TrafficArgs {
+        store: StoreKind::Redis(([127, 0, 0, 1], port).into()),
+        limits_fail: FailMode::Closed,
+        limits_timeout_ms: 1000,
+        limits_capacity: 1_000_000,
+    };
+    let forwarder = Forwarder::new(Default::default(), host_sim_forward_limits());
+    let off = Gateway::new(runtime, Isolation::Fresh, forwarder, Log::default());
+    let counting = Counting::new(limits, &args, LimitCounters::default());
+    let on = off.for_thread(&options).unwrap().with_counting(counting);
+    let requests = REQUESTS / 4;
+    for threads in [1, 2] {
+        let (mut offs, mut ons) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let heads = heads(requests, 100 + round * 10 + threads);
+            offs.push(run(&off, &options, threads, &heads));
+            ons.push(run(&on, &options, threads, &heads));
+        }
+        offs.sort();
+        ons.sort();
+        let rate = |d: Duration| requests as f64 / d.as_secs_f64();
+        let (off_r, on_r) = (rate(offs[ROUNDS / 2]), rate(ons[ROUNDS / 2]));
+        println!(
+            "redis, {threads} thread(s), {requests} decisions, median of {ROUNDS}: off {off_r:.0}/s, on {on_r:.0}/s, on/off {:.3}",
+            on_r / off_r
+        );
+    }
+    let _ = redis.kill();
+    let _ = redis.wait();
+}
