@@ -51,6 +51,22 @@ fn main() -> ExitCode {
             format!(", {} claim header(s)", policy.claim_headers.len())
         },
     );
+    for limit in &policy.limits.table {
+        println!(
+            "config: limit {}: {} per {} s, {} at once, by {}",
+            limit.name,
+            limit.requests,
+            limit.per_secs,
+            limit.burst,
+            match limit.by {
+                gateway_config::policy::LimitKeyConfig::Subject => "subject".to_owned(),
+                gateway_config::policy::LimitKeyConfig::Claim(i) =>
+                    format!("claim {}", policy.claims.get(usize::from(i)).map_or("?", String::as_str)),
+                gateway_config::policy::LimitKeyConfig::ClientAddress => "client address".to_owned(),
+                gateway_config::policy::LimitKeyConfig::Route => "route".to_owned(),
+            }
+        );
+    }
     for warning in &config.warnings {
         println!("config: warning: {warning}");
     }
