@@ -80,6 +80,19 @@ export function count(limit, storedTatUs, nowUs) {
   return gcra(BigInt(storedTatUs), BigInt(nowUs), intervalUs(limit), limit.burst);
 }
 
+/**
+ * How far ahead of now (µs) a bucket's TAT must be to be stored: workerd
+ * and Cloudflare evict an idle object only after 10 s without requests, and
+ * a TAT closer than that has passed by then (a restart, such as a
+ * deployment, loses at most that much of a count).
+ */
+export const UNSTORED_AHEAD_US = 10000000n;
+
+/** Whether a Durable Object stores the TAT of `verdict`, counted at `nowUs`: allowed, and 10 s or more ahead. */
+export function mustStore(verdict, nowUs) {
+  return verdict.allowed && verdict.tat_us - BigInt(nowUs) >= UNSTORED_AHEAD_US;
+}
+
 /** The value of the `ratelimit` field for `limit` after `verdict`: `"<name>";r=<remaining>;t=<reset>`. */
 export function ratelimitField(limit, verdict) {
   return `"${limit.name}";r=${verdict.remaining};t=${verdict.reset_secs}`;
@@ -103,6 +116,9 @@ export function bindingName(name) {
   return `RATE_LIMIT_${name.toUpperCase().replace(/[^A-Z0-9]/g, "_")}`;
 }
 
+/** How many Durable Object ids a counter keeps. */
+const IDS_KEPT = 4096;
+
 /**
  * The counter of a Worker's bindings: `count(key, limit)` resolves to a
  * verdict (`{ allowed, remaining, reset_secs, retry_after_secs }`).
@@ -119,6 +135,20 @@ export function bindingName(name) {
  */
 export function bindingCounter(env) {
   const namespace = env.LIMITS ?? null;
+  /**
+   * The objects' ids by key, derived once (bounded: emptied when full). A
+   * stub belongs to the request that made it, so each request gets its own.
+   */
+  const ids = new Map();
+  const stub = (key) => {
+    let id = ids.get(key);
+    if (id === undefined) {
+      if (ids.size >= IDS_KEPT) ids.clear();
+      id = namespace.idFromName(key);
+      ids.set(key, id);
+    }
+    return namespace.get(id);
+  };
   return {
     async count(key, limit) {
       const binding = env[bindingName(limit.name)];
@@ -131,7 +161,7 @@ export function bindingCounter(env) {
       }
       if (namespace === null) throw new LimitsNotBound(limit.name);
       const { requests, per_secs: perSecs, burst } = limit;
-      return namespace.get(namespace.idFromName(key)).count({ requests, per_secs: perSecs, burst });
+      return stub(key).count({ requests, per_secs: perSecs, burst });
     },
   };
 }

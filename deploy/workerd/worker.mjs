@@ -10,7 +10,7 @@ import { DurableObject } from "cloudflare:workers";
 import gatewayWasm from "./gateway.wasm";
 import { Gateway, parseUpstreamOverride } from "./gateway.mjs";
 import { kvStore } from "./keys.mjs";
-import { bindingCounter, bindingName, count, readLimits } from "./limits.mjs";
+import { bindingCounter, bindingName, count, mustStore, readLimits } from "./limits.mjs";
 import { Observer, labelNames, logRate } from "./observe.mjs";
 
 const gateway = new Gateway(gatewayWasm);
@@ -93,16 +93,19 @@ export default {
   },
 };
 
+/** What the Worker gets back of a verdict (no BigInt). */
+const reply = ({ allowed, remaining, reset_secs: reset, retry_after_secs: retry }) => ({ allowed, remaining, reset_secs: reset, retry_after_secs: retry });
+
 /**
  * One rate-limit bucket (ABI.md, "Rate limits"): the object named by the
  * bucket's key (`LIMITS.idFromName(key)`) holds its TAT and counts each
  * request with GCRA (limits.mjs) at its own clock, one request at a time.
- * The TAT lives in memory and in `ctx.storage`, so an object evicted while
- * idle starts again from it; the write is not waited for
- * (`allowUnconfirmed`: a count lost in a crash lets at most that request's
- * budget through again). An alarm at the TAT deletes the stored value once
- * it is in the past, when it says nothing any more: a bucket left alone
- * costs no storage.
+ * The TAT lives in memory and, once it is 10 s or more ahead, in
+ * `ctx.storage`, so an object evicted while idle starts again from it. The
+ * write is not waited for (`allowUnconfirmed`: a count lost in a crash lets
+ * at most that request's budget through again). An alarm at the TAT deletes
+ * the stored value once it is in the past, when it says nothing any more:
+ * a bucket left alone keeps no storage.
  */
 export class GatewayLimiter extends DurableObject {
   constructor(ctx, env) {
@@ -123,17 +126,17 @@ export class GatewayLimiter extends DurableObject {
    * `{ allowed, remaining, reset_secs, retry_after_secs }`.
    */
   count(limit) {
-    const verdict = count(limit, this.tat, BigInt(Date.now()) * 1000n);
-    if (verdict.allowed) {
-      this.tat = verdict.tat_us;
+    const now = BigInt(Date.now()) * 1000n;
+    const verdict = count(limit, this.tat, now);
+    if (verdict.allowed) this.tat = verdict.tat_us;
+    if (mustStore(verdict, now)) {
       this.ctx.storage.put("tat", this.tat.toString(), { allowUnconfirmed: true });
       if (!this.alarmSet) {
         this.ctx.storage.setAlarm(Number(this.tat / 1000n) + 1, { allowUnconfirmed: true });
         this.alarmSet = true;
       }
     }
-    const { allowed, remaining, reset_secs: reset, retry_after_secs: retry } = verdict;
-    return { allowed, remaining, reset_secs: reset, retry_after_secs: retry };
+    return reply(verdict);
   }
 
   /** At the TAT: forgets a bucket whose TAT has passed, else waits for the new one. */

@@ -15,7 +15,18 @@ import { ROOT, mintToken, startWorkerd } from "../harness.mjs";
 import binaryen from "binaryen";
 import { Gateway, LIMIT_STORE_UNAVAILABLE } from "../gateway.mjs";
 import { OUTCOMES, Observer } from "../observe.mjs";
-import { LimitsNotBound, bindingCounter, bindingName, count, countBuckets, intervalUs, ratelimitField, readLimits } from "../limits.mjs";
+import {
+  LimitsNotBound,
+  UNSTORED_AHEAD_US,
+  bindingCounter,
+  bindingName,
+  count,
+  countBuckets,
+  intervalUs,
+  mustStore,
+  ratelimitField,
+  readLimits,
+} from "../limits.mjs";
 
 const golden = JSON.parse(readFileSync(join(ROOT, "contract", "golden", "limits.json"), "utf8"));
 
@@ -38,6 +49,24 @@ describe("GCRA as contract::limits::gcra counts (contract/golden/limits.json)", 
     const huge = count({ requests: 1, per_secs: 0xffffffff, burst: 0xffffffff }, 0n, 1n);
     assert.equal(huge.allowed, true, "a tolerance past u64 saturates, as in Rust");
     assert.equal(huge.remaining, Math.floor((2 ** 64 - 1 - 1 - 4294967295e6) / 4294967295e6));
+  });
+
+  test("a Durable Object writes a TAT only when it is 10 s or more ahead", () => {
+    const now = 1765000000000000n;
+    const perUser = { requests: 3, per_secs: 60, burst: 3 };
+    assert.equal(mustStore(count(perUser, 0n, now), now), true, "20 s ahead");
+    const fast = { requests: 1000, per_secs: 1, burst: 1000 };
+    let tat = 0n;
+    for (let i = 0; i < 1000; i++) {
+      const verdict = count(fast, tat, now);
+      assert.equal(mustStore(verdict, now), false, "never more than 1 s ahead");
+      tat = verdict.tat_us;
+    }
+    const refused = count(fast, tat, now);
+    assert.equal(refused.allowed, false);
+    assert.equal(mustStore(refused, now), false, "a refusal stores nothing");
+    assert.equal(mustStore({ allowed: true, tat_us: now + UNSTORED_AHEAD_US }, now), true);
+    assert.equal(mustStore({ allowed: true, tat_us: now + UNSTORED_AHEAD_US - 1n }, now), false);
   });
 
   test("limit lines: the contract's own example", () => {
