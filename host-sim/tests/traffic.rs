@@ -283,8 +283,10 @@ fn two_gateways_share_one_budget_in_redis() {
     let Some(redis) = Redis::start() else { return };
     let upstream = Upstream::start();
     let url = redis.url();
-    let a = gateway(upstream.addr, &["--limits", &url]);
-    let b = gateway(upstream.addr, &["--limits", &url]);
+    // A generous timeout: a loaded machine must not turn a slow reply into
+    // an uncounted request here (the timeout has its own test).
+    let a = gateway(upstream.addr, &["--limits", &url, "--limits-timeout-ms", "5000"]);
+    let b = gateway(upstream.addr, &["--limits", &url, "--limits-timeout-ms", "5000"]);
     let carol = token("carol");
     for (gateway, remaining) in [(&a, 2), (&b, 1), (&a, 0)] {
         let reply = get(gateway.addr, &carol);
@@ -303,8 +305,13 @@ fn a_dead_store_fails_open_or_closed_and_never_hangs() {
     let upstream = Upstream::start();
     let url = redis.url();
     let metrics = free_port();
-    let open = gateway(upstream.addr, &["--limits", &url, "--metrics", &metrics.to_string()]);
-    let closed = gateway(upstream.addr, &["--limits", &url, "--limits-fail", "closed"]);
+    let slow_ok = ["--limits-timeout-ms", "5000"];
+    let open = gateway(
+        upstream.addr,
+        &[&["--limits", &url, "--metrics", &metrics.to_string()][..], &slow_ok].concat(),
+    );
+    let closed =
+        gateway(upstream.addr, &[&["--limits", &url, "--limits-fail", "closed"][..], &slow_ok].concat());
     assert_eq!(get(open.addr, &token("erin")).status, 200);
     assert_eq!(get(closed.addr, &token("frank")).status, 200);
     redis.kill();

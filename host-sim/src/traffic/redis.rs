@@ -48,7 +48,8 @@ pub enum StoreError {
     Reply(SocketAddr),
 }
 
-/// One thread's way to count in Redis.
+/// One thread's way to count in Redis: every count, from connecting to the
+/// reply, within one timeout.
 #[derive(Debug)]
 pub struct RedisStore {
     addr: SocketAddr,
@@ -88,6 +89,8 @@ impl RedisStore {
         buckets: &[(&str, Limit<'_>)],
         now_us: Option<u64>,
     ) -> Result<Vec<Verdict>, StoreError> {
+        // One deadline for the whole count: connecting, loading the script, the call.
+        let deadline = Instant::now() + self.timeout;
         let mut slot = self.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(retry) = &*slot
             && Instant::now() < *retry
@@ -104,7 +107,7 @@ impl RedisStore {
             }
         }
         let result = match &mut *slot {
-            Ok(Some(connection)) => self.run(connection, buckets, now_us),
+            Ok(Some(connection)) => self.run(connection, buckets, now_us, deadline),
             _ => Err(StoreError::Waiting(self.addr)),
         };
         if result.is_err() {
@@ -118,10 +121,12 @@ impl RedisStore {
         connection: &mut Connection,
         buckets: &[(&str, Limit<'_>)],
         now_us: Option<u64>,
+        deadline: Instant,
     ) -> Result<Vec<Verdict>, StoreError> {
+        let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_micros(1));
         let sha = match self.sha.get() {
             Some(sha) => sha.clone(),
-            None => match connection.call(&[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()], self.timeout)? {
+            None => match connection.call(&[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()], left())? {
                 Reply::Bulk(Some(sha)) => {
                     let sha = String::from_utf8_lossy(&sha).into_owned();
                     self.sha.get_or_init(|| sha).clone()
@@ -140,11 +145,11 @@ impl RedisStore {
         for (interval, burst) in &numbers {
             args.extend([interval.as_bytes(), burst.as_bytes()]);
         }
-        let mut reply = connection.call(&args, self.timeout)?;
+        let mut reply = connection.call(&args, left())?;
         if matches!(&reply, Reply::Error(e) if e.starts_with("NOSCRIPT")) {
             args[0] = b"EVAL";
             args[1] = SCRIPT.as_bytes();
-            reply = connection.call(&args, self.timeout)?;
+            reply = connection.call(&args, left())?;
         }
         self.verdicts(reply)
     }
