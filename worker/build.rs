@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use gateway_config::PublicAlg;
 
 /// Every policy cfg the worker's code tests for.
-const POLICY_CFGS: [&str; 7] = [
+const POLICY_CFGS: [&str; 8] = [
     "policy_rules",
     "policy_cors",
     "policy_claims",
@@ -21,6 +21,7 @@ const POLICY_CFGS: [&str; 7] = [
     "policy_issuers",
     "runtime_keys",
     "policy_limits",
+    "policy_dpop",
 ];
 
 fn main() {
@@ -64,7 +65,13 @@ fn main() {
     let used = config.policy_cfgs();
     // Keys fetched at run time are public keys: a build that verifies none
     // has no use for the store (the config check refuses such a wasm build).
-    let usable = |cfg: &&str| *cfg != "runtime_keys" || !built.is_empty();
+    let usable = |cfg: &&str| match *cfg {
+        "runtime_keys" => !built.is_empty(),
+        // DPoP proofs are ES256 or EdDSA: a build with neither verifies none
+        // (the config check refuses such a wasm build).
+        "policy_dpop" => built.iter().any(|alg| matches!(alg, PublicAlg::Es256 | PublicAlg::EdDsa)),
+        _ => true,
+    };
     for cfg in POLICY_CFGS.into_iter().filter(|cfg| (!wasm || used.contains(cfg)) && usable(cfg)) {
         println!("cargo:rustc-cfg={cfg}");
     }

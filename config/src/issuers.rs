@@ -25,6 +25,8 @@ pub(crate) struct Forms {
     pub fetch: RawKeyFetch,
     /// `[[issuers]]`.
     pub issuers: Vec<RawIssuer>,
+    /// The top-level `dpop` and `dpop_window_secs`.
+    pub dpop: (Option<String>, Option<u32>),
 }
 
 /// The issuers, validated, with their keys read; the keys a JWKS file
@@ -56,9 +58,11 @@ pub(crate) fn read(
                 fetch_timeout_ms: top_fetch.fetch_timeout_ms,
                 max_stale_secs: top_fetch.max_stale_secs,
                 max_keys: top_fetch.max_keys,
+                dpop: forms.dpop.0,
+                dpop_window_secs: forms.dpop.1,
             },
         )],
-        (false, None, keys) if keys.is_empty() && !top_level_fetch => forms
+        (false, None, keys) if keys.is_empty() && !top_level_fetch && forms.dpop == (None, None) => forms
             .issuers
             .into_iter()
             .enumerate()
@@ -103,6 +107,7 @@ pub(crate) fn read(
         if raw.keys.is_empty() && fetch.is_none() {
             return Err(ConfigErrorKind::NoKeys);
         }
+        let dpop = crate::dpop::read(&prefix, raw.dpop.as_deref(), raw.dpop_window_secs)?;
         let mut issuer = IssuerConfig {
             iss: raw.iss,
             leeway_secs,
@@ -110,6 +115,7 @@ pub(crate) fn read(
             public_keys: Vec::new(),
             audiences: raw.audiences,
             fetch,
+            dpop,
         };
         read_keys(&prefix, raw.keys, &mut issuer, base, env, warnings)?;
         issuers.push(issuer);

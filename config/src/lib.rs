@@ -25,11 +25,13 @@
 //! | [`hmac_key`] | HMAC key states computed at build time |
 //! | `issuers` | one issuer or several, each with its keys |
 //! | [`key_fetch`] | keys fetched at run time: where, how often |
+//! | [`dpop`] | tokens bound to a DPoP key (RFC 9449): per issuer, and the replay limit |
 //! | [`policy`] | rules, CORS, token sources, claim headers |
 //! | `rust` | the worker's tables as Rust source |
 
 use std::path::{Path, PathBuf};
 
+pub mod dpop;
 pub mod error;
 pub mod hmac_key;
 mod issuers;
@@ -120,6 +122,8 @@ pub struct IssuerConfig {
     /// Where its keys are fetched at run time, if they are; compiled keys
     /// stay pinned beside them.
     pub fetch: Option<KeyFetchConfig>,
+    /// Whether its DPoP-bound tokens are accepted (RFC 9449), and how.
+    pub dpop: Option<dpop::DpopConfig>,
 }
 
 /// One HS256 key. `Debug` never prints the secret.
@@ -277,6 +281,7 @@ pub fn parse(
             keys: raw.keys,
             fetch: raw::key_fetch_of!(raw),
             issuers: raw.issuers,
+            dpop: (raw.dpop, raw.dpop_window_secs),
         },
         &routes,
         base,
@@ -296,7 +301,8 @@ pub fn parse(
         default_limits: raw.default_limits,
     };
     let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
-    let (policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
+    let (mut policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
+    dpop::add_replay_limit(&issuers, &mut policy.limits).map_err(fail)?;
     let warnings = key_warnings.into_iter().chain(policy_warnings).collect();
     Ok(GatewayConfig {
         realm: raw.realm,
@@ -369,6 +375,17 @@ impl GatewayConfig {
                 },
             });
         }
+        if self.issuers.iter().any(|i| i.dpop.is_some())
+            && !built.iter().any(|alg| matches!(alg, PublicAlg::Es256 | PublicAlg::EdDsa))
+        {
+            return Err(ConfigError {
+                file: file.to_owned(),
+                kind: ConfigErrorKind::Invalid {
+                    entry: "dpop".into(),
+                    why: "verifies DPoP proofs (ES256, EdDSA), but this worker verifies neither: build with WORKER_FEATURES=es256,eddsa".into(),
+                },
+            });
+        }
         match self.public_keys().find(|k| !built.contains(&k.key.alg())) {
             None => Ok(()),
             Some(k) => Err(ConfigError {
@@ -394,6 +411,7 @@ impl GatewayConfig {
             ),
             ("runtime_keys", self.issuers.iter().any(|i| i.fetch.is_some())),
             ("policy_limits", !policy.limits.table.is_empty()),
+            ("policy_dpop", self.issuers.iter().any(|i| i.dpop.is_some())),
         ]
         .into_iter()
         .filter_map(|(cfg, used)| used.then_some(cfg))

@@ -60,6 +60,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub limits: Vec<RawLimit>,
     pub default_limits: Option<Vec<String>>,
+    pub dpop: Option<String>,
+    pub dpop_window_secs: Option<u32>,
 }
 
 /// `[[limits]]`: one rate limit.
@@ -118,6 +120,8 @@ pub(crate) struct RawIssuer {
     pub fetch_timeout_ms: Option<u32>,
     pub max_stale_secs: Option<u32>,
     pub max_keys: Option<u16>,
+    pub dpop: Option<String>,
+    pub dpop_window_secs: Option<u32>,
 }
 
 #[derive(Deserialize)]

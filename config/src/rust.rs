@@ -172,7 +172,7 @@ fn policy_rust(config: &GatewayConfig) -> String {
     let r = &policy.readings;
     let rule_names: Vec<String> = policy.rules.iter().map(|rule| rule.name.clone()).collect();
     format!(
-        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {}, limits: {} }}",
+        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {}, limits: {}, dpop: {} }}",
         rules.join(", "),
         sources.join(", "),
         strs(&policy.claims),
@@ -190,8 +190,26 @@ fn policy_rust(config: &GatewayConfig) -> String {
             .iter()
             .any(|rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/'))),
         strs(&rule_names),
-        limits_rust(&policy.limits)
+        limits_rust(&policy.limits),
+        dpop_rust(config)
     )
+}
+
+fn dpop_rust(config: &GatewayConfig) -> String {
+    let issuers: Vec<String> = config
+        .issuers
+        .iter()
+        .map(|i| match i.dpop {
+            Some(d) => format!(
+                "DpopIssuer {{ accept: true, required: {}, window_secs: {} }}",
+                d.required, d.window_secs
+            ),
+            None => "DpopIssuer::OFF".to_owned(),
+        })
+        .collect();
+    let replay =
+        config.policy.limits.table.iter().position(|l| l.name == crate::dpop::REPLAY_LIMIT).unwrap_or(0);
+    format!("Dpop {{ issuers: &[{}], replay_limit: {replay} }}", issuers.join(", "))
 }
 
 fn limits_rust(limits: &crate::policy::LimitsConfig) -> String {
@@ -205,6 +223,7 @@ fn limits_rust(limits: &crate::policy::LimitsConfig) -> String {
                 LimitKeyConfig::Claim(claim) => format!("LimitKey::Claim({claim})"),
                 LimitKeyConfig::ClientAddress => "LimitKey::ClientAddress".to_owned(),
                 LimitKeyConfig::Route => "LimitKey::Route".to_owned(),
+                LimitKeyConfig::ProofId => "LimitKey::ProofId".to_owned(),
             };
             format!(
                 "Limit {{ name: {:?}, requests: {}, per_secs: {}, burst: {}, by: {by}, fields: {} }}",

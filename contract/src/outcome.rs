@@ -103,6 +103,20 @@ pub const NAMES: &[&str] = &[
     // The host could not reach the store its rate limits are counted in,
     // and is set to fail closed (`fields::HostAnswer::LimitStoreUnavailable`).
     "limit_store_unavailable",
+    // DPoP (RFC 9449): a token bound to a key, and the proof of that key.
+    "dpop_required",
+    "dpop_token_unbound",
+    "dpop_key_mismatch",
+    "dpop_proof_missing",
+    "dpop_proof_repeated",
+    "dpop_proof_with_bearer",
+    "dpop_proof_malformed",
+    "dpop_proof_bad_signature",
+    "dpop_proof_wrong_method",
+    "dpop_proof_wrong_uri",
+    "dpop_proof_stale",
+    "dpop_proof_wrong_token",
+    "dpop_proof_replayed",
 ];
 
 /// The outcome a forward of a verified token has.

@@ -31,6 +31,9 @@ export const OUTCOMES = [
   "upstream_timed_out", "upstream_busy", "module_failed", "module_out_of_time", "gateway_busy",
   "body_too_large", "body_timed_out",
   "whitespace_at_segment_edge", "bound_token", "malformed_head", "rate_limited", "limit_store_unavailable",
+  "dpop_required", "dpop_token_unbound", "dpop_key_mismatch", "dpop_proof_missing", "dpop_proof_repeated",
+  "dpop_proof_with_bearer", "dpop_proof_malformed", "dpop_proof_bad_signature", "dpop_proof_wrong_method",
+  "dpop_proof_wrong_uri", "dpop_proof_stale", "dpop_proof_wrong_token", "dpop_proof_replayed",
 ];
 
 /**

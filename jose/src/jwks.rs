@@ -157,6 +157,32 @@ fn is_kid(kid: &str) -> bool {
 /// (bits of [`PRIVATE_MEMBERS`]), checking the document's shape. The text
 /// is strict JSON ([`crate::json::check`] passed), so a reader step that
 /// fails here is a shape the document may not have.
+/// Reads one public key object on its own (a DPoP proof's `jwk` header
+/// member, RFC 9449 section 4.2) with the rules of a JWKS key: no private
+/// member, a signing key of an algorithm in `built` (RSA excluded: its
+/// parameters are too costly to derive per request), its material
+/// validated. No `kid` is needed.
+pub fn read_public_key(jwk: &[u8], built: &[Alg]) -> Result<(Alg, Material<'static>), JwksErrorKind> {
+    let mut reader = Reader::new(jwk).ok_or(JwksErrorKind::NotJwks)?;
+    reader.skip_whitespace();
+    let (members, private) = read_key(&mut reader, 0).map_err(|e| e.kind)?;
+    if !reader.at_end() {
+        return Err(JwksErrorKind::NotJwks);
+    }
+    if private != 0 {
+        return Err(JwksErrorKind::PrivateMembers(private));
+    }
+    let alg = match key::verdict(&members, built)? {
+        Verdict::Verify(alg @ (Alg::Es256 | Alg::EdDsa)) => alg,
+        _ => return Err(JwksErrorKind::NotJwks),
+    };
+    match key::material(&members, alg, &mut [])? {
+        Material::P256 { sec1 } => Ok((alg, Material::P256 { sec1 })),
+        Material::Ed25519 { public } => Ok((alg, Material::Ed25519 { public })),
+        Material::Rsa { .. } => Err(JwksErrorKind::NotJwks),
+    }
+}
+
 fn for_each_key<'d>(
     document: &'d [u8],
     each: &mut dyn FnMut(usize, &Members<'d>, u8) -> Result<(), JwksError>,

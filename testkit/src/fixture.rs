@@ -244,7 +244,22 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
             ),
         },
         limits: limits_of(&policy.limits),
+        dpop: dpop_of(loaded),
     }
+}
+
+fn dpop_of(loaded: &GatewayConfig) -> worker::config::Dpop<'static> {
+    use worker::config::{Dpop, DpopIssuer};
+    let issuers: Vec<DpopIssuer> = loaded
+        .issuers
+        .iter()
+        .map(|i| match i.dpop {
+            Some(d) => DpopIssuer { accept: true, required: d.required, window_secs: d.window_secs },
+            None => DpopIssuer::OFF,
+        })
+        .collect();
+    let replay = loaded.policy.limits.table.iter().position(|l| l.name == gateway_config::dpop::REPLAY_LIMIT);
+    Dpop { issuers: Box::leak(issuers.into_boxed_slice()), replay_limit: replay.unwrap_or(0) as u8 }
 }
 
 fn limits_of(limits: &gateway_config::policy::LimitsConfig) -> worker::config::Limits<'static> {
@@ -263,6 +278,7 @@ fn limits_of(limits: &gateway_config::policy::LimitsConfig) -> worker::config::L
                 LimitKeyConfig::Claim(claim) => LimitKey::Claim(claim),
                 LimitKeyConfig::ClientAddress => LimitKey::ClientAddress,
                 LimitKeyConfig::Route => LimitKey::Route,
+                LimitKeyConfig::ProofId => LimitKey::ProofId,
             },
             fields: l.fields,
         })

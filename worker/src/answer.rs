@@ -58,7 +58,14 @@ pub fn write_rejection(
         out.refresh_keys(issuer)?;
     }
     if rejection.status() == 401 || !code.is_empty() {
-        out.add_response_field("www-authenticate", &[b"Bearer realm=\"", config.realm.as_bytes(), b"\""])?;
+        // A DPoP refusal challenges with the DPoP scheme and the proof
+        // algorithms it takes (RFC 9449 section 7.1).
+        #[cfg(policy_dpop)]
+        let scheme: &[u8] =
+            if rejection.is_dpop() { b"DPoP algs=\"ES256 EdDSA\", realm=\"" } else { b"Bearer realm=\"" };
+        #[cfg(not(policy_dpop))]
+        let scheme: &[u8] = b"Bearer realm=\"";
+        out.add_response_field("www-authenticate", &[scheme, config.realm.as_bytes(), b"\""])?;
         if !code.is_empty() {
             out.extend_value(&[
                 b", error=\"",

@@ -122,6 +122,44 @@ pub struct Policy<'c> {
     pub rule_names: &'c [&'c str],
     /// Rate limits, and which of them each request falls under.
     pub limits: Limits<'c>,
+    /// DPoP-bound tokens (RFC 9449), per issuer.
+    pub dpop: Dpop<'c>,
+}
+
+/// DPoP (`crate::dpop`): what each issuer accepts, and the limit that
+/// refuses a proof used twice.
+#[derive(Debug, Clone, Copy)]
+pub struct Dpop<'c> {
+    /// By issuer index; an issuer past the end accepts no DPoP token.
+    pub issuers: &'c [DpopIssuer],
+    /// The index of the `dpop-proofs` limit in [`Limits::table`].
+    pub replay_limit: u8,
+}
+
+impl Dpop<'_> {
+    /// No issuer accepts DPoP.
+    pub const NONE: Dpop<'static> = Dpop { issuers: &[], replay_limit: 0 };
+
+    /// What issuer `index` accepts.
+    pub fn of(&self, index: usize) -> DpopIssuer {
+        self.issuers.get(index).copied().unwrap_or(DpopIssuer::OFF)
+    }
+}
+
+/// One issuer's DPoP settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpopIssuer {
+    /// Whether DPoP-bound tokens are accepted with their proofs.
+    pub accept: bool,
+    /// Whether only they are (bearer tokens refused).
+    pub required: bool,
+    /// How far a proof's `iat` may be from now, before the leeway.
+    pub window_secs: u32,
+}
+
+impl DpopIssuer {
+    /// No DPoP: a bound token is refused, as any token with `cnf`.
+    pub const OFF: DpopIssuer = DpopIssuer { accept: false, required: false, window_secs: 0 };
 }
 
 /// Rate limits (`crate::limits`): the table hosts count with, and the
@@ -184,6 +222,8 @@ pub enum LimitKey {
     ClientAddress,
     /// The route: one bucket for every caller.
     Route,
+    /// A DPoP proof's `jti` (the replay limit: `crate::dpop`).
+    ProofId,
 }
 
 /// The ways the servers behind the gateway may read a path or a method
@@ -238,6 +278,7 @@ impl Policy<'_> {
         readings: Readings::ALL,
         rule_names: &[],
         limits: Limits::NONE,
+        dpop: Dpop::NONE,
     };
 }
 

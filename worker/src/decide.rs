@@ -144,9 +144,29 @@ fn decide<'x>(
         }
         Access::Token(requirements) => {
             answer_context.scope = requirements.scope_attribute;
+            #[cfg(policy_dpop)]
+            let dpop = crate::http::request::dpop(&head, config.max_token_bytes)?;
+            #[cfg(policy_dpop)]
+            let token = match dpop {
+                Some(token) => token,
+                None => tokens::find(&head, config)?,
+            };
+            #[cfg(not(policy_dpop))]
             let token = tokens::find(&head, config)?;
             let verified = authorize(token, now, config, keys, arena, cache)
                 .inspect_err(|_| answer_context.labels.issuer = keys.named)?;
+            #[cfg(policy_dpop)]
+            let proof = {
+                let request = crate::jose::dpop::Request {
+                    method: head.method,
+                    scheme: context.scheme,
+                    authority: target.authority.or_else(|| head.host()).unwrap_or_default(),
+                    path: target.path(),
+                    token,
+                };
+                prove_binding(&head, &request, dpop.is_some(), &verified, config, now, arena)
+                    .inspect_err(|_| answer_context.labels.issuer = u8::try_from(verified.issuer.0).ok())?
+            };
             let labels = &mut answer_context.labels;
             labels.outcome = FORWARDED;
             // The route is an element of the table: its index is its offset.
@@ -159,7 +179,13 @@ fn decide<'x>(
                 policy::requirements::check(reached, &verified, &config.policy)
                     .inspect_err(|_| answer_context.scope = reached.scope_attribute)?;
             }
-            Grant::token(verified, token)
+            #[cfg_attr(not(policy_dpop), allow(unused_mut))]
+            let mut grant = Grant::token(verified, token);
+            #[cfg(policy_dpop)]
+            {
+                grant.proof = proof;
+            }
+            grant
         }
         Access::Deny { status } => return Err(policy::denied(status)),
     };
@@ -183,6 +209,37 @@ fn decide<'x>(
     #[cfg(not(policy_limits))]
     let named = Named::NONE;
     Ok((200, named))
+}
+
+/// Checks how the token was presented against its binding (RFC 9449
+/// section 7): `Authorization: DPoP` needs a token bound to a key
+/// (`cnf.jkt`) and a valid proof of that key, whose replay key it returns;
+/// a bearer token must be bound to no key, and is refused where its issuer
+/// requires DPoP. A proof beside a bearer token is refused.
+#[cfg(policy_dpop)]
+fn prove_binding<'x>(
+    head: &crate::http::request::Head<'x, '_>,
+    request: &crate::jose::dpop::Request<'_>,
+    presented_as_dpop: bool,
+    verified: &Verified<'_, '_>,
+    config: &Config<'_>,
+    now: u64,
+    arena: &mut Arena<'x>,
+) -> Result<Option<crate::jose::dpop::ProofId>, Rejection> {
+    let (index, issuer) = verified.issuer;
+    let mode = config.policy.dpop.of(index);
+    let proof = crate::jose::dpop::proof(head)?;
+    if !presented_as_dpop {
+        return match (proof, verified.jkt, mode.required) {
+            (Some(_), _, _) => Err(Rejection::DpopProofWithBearer),
+            (None, Some(_), _) => Err(Rejection::BoundToken),
+            (None, None, true) => Err(Rejection::DpopRequired),
+            (None, None, false) => Ok(None),
+        };
+    }
+    let jkt = verified.jkt.ok_or(Rejection::DpopTokenUnbound)?;
+    let proof = proof.ok_or(Rejection::DpopProofMissing)?;
+    crate::jose::dpop::check(proof, request, jkt, mode, issuer.leeway_secs, now, arena).map(Some)
 }
 
 /// Verifies `token` (or finds it verified in `cache`) and checks its claims

@@ -18,9 +18,9 @@ use contract::{Encoder, Full, Labels};
 use crate::config::{Config, LimitKey};
 use crate::http::forward::Grant;
 
-/// The most buckets one forward names (the config allows no more limits
-/// per rule).
-pub const MAX_BUCKETS: usize = 4;
+/// The most buckets one forward names: the config allows four limits per
+/// rule, and a DPoP proof adds its replay bucket.
+pub const MAX_BUCKETS: usize = 5;
 
 /// What `limited` needs of the forward it replaces, if the last decision
 /// was one that names buckets. Nothing in a module without limits, which
@@ -74,12 +74,17 @@ pub fn of_rule<'c>(config: &Config<'c>, rule: Option<u16>) -> &'c [u8] {
 /// What `limited` will need, for a forward whose plan was written.
 #[cfg(policy_limits)]
 pub fn named(grant: &Grant<'_, '_>, labels: &Labels, origin: Option<&str>, config: &Config<'_>) -> Named {
-    if grant.limits.is_empty() {
+    let mut limits = [0; MAX_BUCKETS];
+    let mut count = 0;
+    for index in replay_limit(grant, config).into_iter().chain(grant.limits.iter().copied()) {
+        if let Some(slot) = limits.get_mut(count) {
+            *slot = index;
+            count += 1;
+        }
+    }
+    if count == 0 {
         return Named::NONE;
     }
-    let mut limits = [0; MAX_BUCKETS];
-    let count = grant.limits.len().min(MAX_BUCKETS);
-    limits[..count].copy_from_slice(&grant.limits[..count]);
     let cors = origin.and_then(|origin| {
         let origins = config.policy.cors.as_ref()?.origins;
         u8::try_from(origins.iter().position(|o| *o == origin)?).ok()
@@ -97,6 +102,14 @@ pub fn write_buckets(
     peer: &str,
     config: &Config<'_>,
 ) -> Result<(), Full> {
+    #[cfg(policy_dpop)]
+    if let (Some(index), Some(proof)) = (replay_limit(grant, config), &grant.proof) {
+        let name = config.policy.limits.table.get(usize::from(index)).map_or("", |l| l.name);
+        out.bucket(index)?;
+        out.extend_value(&[name.as_bytes(), b":j:"])?;
+        out.extend_decimal(u32::from(labels.issuer.unwrap_or(0xff)))?;
+        out.extend_value(&[b".", proof])?;
+    }
     for &index in grant.limits {
         let Some(limit) = config.policy.limits.table.get(usize::from(index)) else { continue };
         out.bucket(index)?;
@@ -128,9 +141,23 @@ pub fn write_buckets(
                 out.extend_value(&[b"r:"])?;
                 out.extend_decimal(u32::from(labels.route.unwrap_or(0xffff)))?;
             }
+            // Named by the DPoP phase alone (above), never by a rule.
+            LimitKey::ProofId => {}
         }
     }
     Ok(())
+}
+
+/// The `dpop-proofs` limit, when the forward's token came with a DPoP
+/// proof: its bucket comes first, so a replayed proof spends no budget.
+#[cfg(policy_limits)]
+fn replay_limit(grant: &Grant<'_, '_>, config: &Config<'_>) -> Option<u8> {
+    #[cfg(policy_dpop)]
+    if grant.proof.is_some() {
+        return Some(config.policy.dpop.replay_limit);
+    }
+    let _ = (grant, config);
+    None
 }
 
 /// Adds a forward's `RateLimit-Policy` fields to its response, one per
@@ -201,11 +228,18 @@ pub fn write_limited(
     let limit = *named.limits[..usize::from(named.count)].get(usize::try_from(bucket).ok()?)?;
     let cors = named.cors.and_then(|i| config.policy.cors.as_ref()?.origins.get(usize::from(i)).copied());
     let refusal = Refusal { limit, retry_after: retry_after.max(1), reset };
-    let context =
-        AnswerContext { cors, labels: named.labels, limited: Some(refusal), ..AnswerContext::default() };
+    // A proof's replay bucket spent is a proof used twice: DPoP's answer.
+    let replayed =
+        config.policy.limits.table.get(usize::from(limit)).is_some_and(|l| l.by == LimitKey::ProofId);
+    let (rejection, limited) = match replayed {
+        #[cfg(policy_dpop)]
+        true => (Rejection::DpopProofReplayed, None),
+        _ => (Rejection::RateLimited, Some(refusal)),
+    };
+    let context = AnswerContext { cors, labels: named.labels, limited, ..AnswerContext::default() };
     let mut writer = Encoder::new(out);
-    answer::write_rejection(&mut writer, Rejection::RateLimited, config, &context).ok()?;
-    Some((Rejection::RateLimited.status(), writer.written()))
+    answer::write_rejection(&mut writer, rejection, config, &context).ok()?;
+    Some((rejection.status(), writer.written()))
 }
 
 /// Writes `bytes` with every byte outside `A-Z a-z 0-9 - . _ ~ ! $ & ' (

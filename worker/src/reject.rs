@@ -18,6 +18,9 @@ pub enum ErrorCode {
     /// The token is valid but lacks what the resource requires: 403
     /// (RFC 6750 section 3.1).
     InsufficientScope,
+    /// The DPoP proof is missing, malformed or does not prove the token's
+    /// key for this request: 401 (RFC 9449 section 7.1).
+    InvalidDpopProof,
 }
 
 impl ErrorCode {
@@ -32,6 +35,10 @@ impl ErrorCode {
             ErrorCode::InsufficientScope => "insufficient_scope",
             #[cfg(not(policy_claims))]
             ErrorCode::InsufficientScope => "",
+            #[cfg(policy_dpop)]
+            ErrorCode::InvalidDpopProof => "invalid_dpop_proof",
+            #[cfg(not(policy_dpop))]
+            ErrorCode::InvalidDpopProof => "",
         }
     }
 }
@@ -86,17 +93,37 @@ macro_rules! rejections {
                 // One table, indexed by the variant's outcome id: a reason
                 // whose policy is compiled out is empty, so its text is not
                 // carried, and so are the outcomes that are no rejection.
-                const REASONS: [&str; contract::outcome::NAMES.len()] = {
-                    let mut table = [""; contract::outcome::NAMES.len()];
+                // The table ends at the last outcome with a reason in this
+                // build, so outcomes added later cost a module that cannot
+                // give them nothing.
+                const LEN: usize = {
+                    let mut len = 0;
+                    $($(#[cfg($only)])? {
+                        $(#[cfg($given)])? let given = true;
+                        $(#[cfg(not($given))] let given = false;)?
+                        let id = Rejection::$variant as usize;
+                        if given && id >= len {
+                            len = id + 1;
+                        }
+                    })+
+                    len
+                };
+                const REASONS: [&str; LEN] = {
+                    let mut table = [""; LEN];
                     $($(#[cfg($only)])? {
                         $(#[cfg($given)])? let reason = $reason;
                         $(#[cfg(not($given))] let reason = "";)?
-                        table[Rejection::$variant as usize] = reason;
+                        if !reason.is_empty() {
+                            table[Rejection::$variant as usize] = reason;
+                        }
                     })+
                     table
                 };
                 const TEXT: Reasons<{ REASONS.len() + 1 }, { joined_len(&REASONS) }> = Reasons::join(&REASONS);
-                TEXT.get(self as usize)
+                match (self as usize) < LEN {
+                    true => TEXT.get(self as usize),
+                    false => "",
+                }
             }
         }
     };
@@ -155,6 +182,7 @@ const REQUEST: Option<ErrorCode> = Some(ErrorCode::InvalidRequest);
 const TOKEN: Option<ErrorCode> = Some(ErrorCode::InvalidToken);
 const SCOPE: Option<ErrorCode> = Some(ErrorCode::InsufficientScope);
 const NONE: Option<ErrorCode> = None;
+const PROOF: Option<ErrorCode> = Some(ErrorCode::InvalidDpopProof);
 
 rejections! {
     /// The request head is not valid HTTP/1.x.
@@ -345,6 +373,57 @@ rejections! {
     /// A bucket the forward falls in is spent, as the host counted it: the
     /// answer `limited` writes in place of the forward (`crate::limits`).
     RateLimited => (429, NONE, "rate limit exceeded") if policy_limits,
+    /// Its issuer takes only DPoP-bound tokens (`dpop = "require"`), and
+    /// this one came as a bearer token.
+    DpopRequired => (401, TOKEN, "DPoP-bound token required") only policy_dpop,
+    /// `Authorization: DPoP` with a token bound to no key.
+    DpopTokenUnbound => (401, TOKEN, "DPoP token not bound to a key") only policy_dpop,
+    /// The proof's key is not the one the token is bound to (`cnf.jkt`).
+    DpopKeyMismatch => (401, TOKEN, "token bound to another DPoP key") only policy_dpop,
+    /// `Authorization: DPoP` without a `DPoP` proof.
+    DpopProofMissing => (401, PROOF, "DPoP proof required") only policy_dpop,
+    /// More than one `DPoP` field (RFC 9449 section 4.3, check 1).
+    DpopProofRepeated => (400, REQUEST, "more than one DPoP proof") only policy_dpop,
+    /// A `DPoP` proof beside a bearer token: one of them is not what it says.
+    DpopProofWithBearer => (400, REQUEST, "DPoP proof with a bearer token") only policy_dpop,
+    /// The proof is not a DPoP proof JWT: its form, `typ`, `alg`, `jwk`
+    /// (a public key of an algorithm verified here), or its claims.
+    DpopProofMalformed => (401, PROOF, "malformed DPoP proof") only policy_dpop,
+    /// The proof's signature is not its `jwk`'s.
+    DpopProofBadSignature => (401, PROOF, "DPoP proof signature invalid") only policy_dpop,
+    /// `htm` is not the request's method.
+    DpopProofWrongMethod => (401, PROOF, "DPoP proof for another method") only policy_dpop,
+    /// `htu` is not the request's URI.
+    DpopProofWrongUri => (401, PROOF, "DPoP proof for another URI") only policy_dpop,
+    /// `iat` is outside the proof window, with the issuer's leeway.
+    DpopProofStale => (401, PROOF, "DPoP proof outside its time window") only policy_dpop,
+    /// `ath` is not the hash of this access token.
+    DpopProofWrongToken => (401, PROOF, "DPoP proof for another token") only policy_dpop,
+    /// The proof's `jti` was seen within its window (counted by the host's
+    /// store, as a rate limit: `crate::limits`).
+    DpopProofReplayed => (401, PROOF, "DPoP proof replayed") only policy_dpop,
+}
+
+impl Rejection {
+    /// Whether the refusal is about a DPoP binding or proof, which the
+    /// answer challenges with the DPoP scheme.
+    #[cfg(policy_dpop)]
+    pub const fn is_dpop(self) -> bool {
+        matches!(
+            self,
+            Rejection::DpopRequired
+                | Rejection::DpopTokenUnbound
+                | Rejection::DpopKeyMismatch
+                | Rejection::DpopProofMissing
+                | Rejection::DpopProofMalformed
+                | Rejection::DpopProofBadSignature
+                | Rejection::DpopProofWrongMethod
+                | Rejection::DpopProofWrongUri
+                | Rejection::DpopProofStale
+                | Rejection::DpopProofWrongToken
+                | Rejection::DpopProofReplayed
+        )
+    }
 }
 
 impl From<contract::Full> for Rejection {
@@ -435,6 +514,32 @@ mod tests {
         (Rejection::InvalidClock, 500, "", "host clock invalid"),
         (Rejection::InvalidContext, 500, "", "host context invalid"),
         (Rejection::RateLimited, 429, "", "rate limit exceeded"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopRequired, 401, "invalid_token", "DPoP-bound token required"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopTokenUnbound, 401, "invalid_token", "DPoP token not bound to a key"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopKeyMismatch, 401, "invalid_token", "token bound to another DPoP key"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofMissing, 401, "invalid_dpop_proof", "DPoP proof required"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofRepeated, 400, "invalid_request", "more than one DPoP proof"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofWithBearer, 400, "invalid_request", "DPoP proof with a bearer token"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofMalformed, 401, "invalid_dpop_proof", "malformed DPoP proof"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofBadSignature, 401, "invalid_dpop_proof", "DPoP proof signature invalid"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofWrongMethod, 401, "invalid_dpop_proof", "DPoP proof for another method"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofWrongUri, 401, "invalid_dpop_proof", "DPoP proof for another URI"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofStale, 401, "invalid_dpop_proof", "DPoP proof outside its time window"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofWrongToken, 401, "invalid_dpop_proof", "DPoP proof for another token"),
+        #[cfg(policy_dpop)]
+        (Rejection::DpopProofReplayed, 401, "invalid_dpop_proof", "DPoP proof replayed"),
     ];
 
     #[test]
@@ -480,6 +585,8 @@ mod tests {
                 }
                 #[cfg(runtime_keys)]
                 (503, None) => assert_eq!(*rejection, Rejection::KeysUnavailable),
+                #[cfg(policy_dpop)]
+                (401, Some(ErrorCode::InvalidDpopProof)) => assert!(rejection.is_dpop()),
                 (429, None) => assert_eq!(*rejection, Rejection::RateLimited),
                 (500, None) => {}
                 other => panic!("{rejection:?}: {other:?}"),

@@ -64,6 +64,7 @@ fn main() -> ExitCode {
                     format!("claim {}", policy.claims.get(usize::from(i)).map_or("?", String::as_str)),
                 gateway_config::policy::LimitKeyConfig::ClientAddress => "client address".to_owned(),
                 gateway_config::policy::LimitKeyConfig::Route => "route".to_owned(),
+                gateway_config::policy::LimitKeyConfig::ProofId => "DPoP proof (jti)".to_owned(),
             }
         );
     }

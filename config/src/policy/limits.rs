@@ -65,6 +65,9 @@ pub enum LimitKeyConfig {
     ClientAddress,
     /// The route: one bucket for every caller.
     Route,
+    /// A DPoP proof's `jti` (the `dpop-proofs` limit, which the config
+    /// adds itself: `crate::dpop`).
+    ProofId,
 }
 
 impl LimitKeyConfig {

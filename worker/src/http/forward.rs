@@ -89,6 +89,10 @@ pub struct Grant<'c, 'a> {
     /// The rate limits it falls under (`crate::limits`), by index.
     #[cfg(policy_limits)]
     pub limits: &'c [u8],
+    /// The replay key of the DPoP proof the token came with
+    /// (`crate::jose::dpop`): a bucket of the `dpop-proofs` limit.
+    #[cfg(policy_dpop)]
+    pub proof: Option<crate::jose::dpop::ProofId>,
 }
 
 impl<'c, 'a> Grant<'c, 'a> {
@@ -102,6 +106,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             token: None,
             #[cfg(policy_limits)]
             limits: &[],
+            #[cfg(policy_dpop)]
+            proof: None,
         }
     }
 
@@ -115,6 +121,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             token: Some(token),
             #[cfg(policy_limits)]
             limits: &[],
+            #[cfg(policy_dpop)]
+            proof: None,
         }
     }
 }
@@ -282,6 +290,8 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
         || (crate::http::has_byte(name, b'_') && canonical_eq(name, b"content-length"))
         || connection_options(head).any(|option| canonical_eq(name, option))
         || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
+        // A DPoP proof is the client's to the gateway: never forwarded.
+        || (cfg!(policy_dpop) && canonical_eq(name, b"dpop"))
 }
 
 /// True when `name` is a field the config makes the gateway's own: a claim

@@ -208,12 +208,35 @@ pub fn extract_bearer(head: &[u8], max_len: usize) -> Result<&[u8], Rejection> {
     bearer(&parse(head, &mut fields)?, max_len)
 }
 
+/// The token of `Authorization: DPoP <token>` (RFC 9449 section 7.1), or
+/// `None` when the request's one `Authorization` field has another scheme
+/// (or there is none: the bearer reading says what is wrong then).
+#[cfg(policy_dpop)]
+pub fn dpop<'b>(head: &Head<'b, '_>, max_len: usize) -> Result<Option<&'b [u8]>, Rejection> {
+    let mut values = head.named("authorization");
+    let (Some(value), None) = (values.next(), values.next()) else { return Ok(None) };
+    let token = match credentials(value, b"dpop") {
+        Err(Rejection::UnsupportedScheme) => return Ok(None),
+        other => other?,
+    };
+    match token.len() <= max_len {
+        true => Ok(Some(token)),
+        false => Err(Rejection::TokenTooLong),
+    }
+}
+
 /// The token of an `Authorization: Bearer <token>` value.
 fn bearer_credentials(value: &[u8]) -> Result<&[u8], Rejection> {
-    const SCHEME: &[u8] = b"bearer";
+    credentials(value, b"bearer")
+}
+
+/// The token of an `Authorization: <scheme> <token>` value, `scheme` in
+/// lower case and compared in any case.
+#[inline(always)]
+fn credentials<'v>(value: &'v [u8], expected: &[u8]) -> Result<&'v [u8], Rejection> {
     let scheme_end = value.iter().position(|&b| b == b' ' || b == b'\t').unwrap_or(value.len());
     let (scheme, rest) = value.split_at(scheme_end);
-    if !scheme.eq_ignore_ascii_case(SCHEME) {
+    if !scheme.eq_ignore_ascii_case(expected) {
         return Err(Rejection::UnsupportedScheme);
     }
     // RFC 6750: credentials = "Bearer" 1*SP b64token. A tab is not SP.

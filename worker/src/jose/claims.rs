@@ -78,6 +78,11 @@ pub struct Verified<'c, 'a> {
     pub subject: Option<&'a str>,
     /// The raw JSON values of the claims the policy reads.
     pub claims: ClaimValues<'a>,
+    /// The thumbprint of the DPoP key the token is bound to (`cnf.jkt`),
+    /// when its issuer accepts DPoP: the request must prove that key
+    /// (`crate::jose::dpop`).
+    #[cfg(policy_dpop)]
+    pub jkt: Option<&'a str>,
 }
 
 /// The raw JSON value of each claim the policy reads, by its index in the
@@ -113,6 +118,9 @@ struct Claims<'c, 'a> {
     sub: Option<&'a str>,
     /// Whether `cnf` binds the token to a key its sender must prove.
     bound: bool,
+    /// `cnf.jkt` when `cnf` holds that alone (a DPoP key's thumbprint).
+    #[cfg(policy_dpop)]
+    jkt: Option<&'a str>,
     /// How many audiences `aud` lists (a string is one).
     audiences: usize,
     /// The route of the first audience that has one.
@@ -304,6 +312,11 @@ fn read_member<'c, 'a>(
         Member::Sub => claims.sub = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
         Member::Cnf => {
             claims.bound = true;
+            #[cfg(policy_dpop)]
+            {
+                claims.jkt = confirmation_jkt(reader, arena)?;
+            }
+            #[cfg(not(policy_dpop))]
             if !reader.skip_value(1) {
                 return Err(MALFORMED);
             }
@@ -455,7 +468,13 @@ fn judge<'c, 'a>(
 ) -> Result<Verified<'c, 'a>, Rejection> {
     let exp = claims.exp.ok_or(Rejection::MissingExpiry)?;
     let (index, issuer) = issuer(claims.iss, config)?;
-    if claims.bound {
+    // A binding the gateway can verify for this issuer is kept for the
+    // request to prove; any other is refused.
+    #[cfg(policy_dpop)]
+    let jkt = claims.jkt.filter(|_| config.policy.dpop.of(index).accept);
+    #[cfg(not(policy_dpop))]
+    let jkt: Option<&str> = None;
+    if claims.bound && jkt.is_none() {
         return Err(Rejection::BoundToken);
     }
     // RFC 7519 section 4.1.4: the current time must be before `exp`. `now`
@@ -484,7 +503,43 @@ fn judge<'c, 'a>(
         cache: contract::Cache::None,
         subject,
         claims: claims.values,
+        #[cfg(policy_dpop)]
+        jkt,
     })
+}
+
+/// The `cnf` object's `jkt` (RFC 9449 section 6.1) when it is the one
+/// member, a string; `None` for any other confirmation (a certificate's
+/// `x5t#S256`, several methods), which this gateway does not verify.
+#[cfg(policy_dpop)]
+fn confirmation_jkt<'a>(
+    reader: &mut Reader<'a>,
+    arena: &mut Arena<'a>,
+) -> Result<Option<&'a str>, Rejection> {
+    const MALFORMED: Rejection = Rejection::MalformedClaims;
+    let Some(mut more) = reader.open(b'{', b'}') else {
+        return match reader.skip_value(1) {
+            true => Ok(None),
+            false => Err(MALFORMED),
+        };
+    };
+    let (mut jkt, mut others) = (None, false);
+    while more {
+        let mut buf = [0u8; json::NAME_BYTES];
+        let name = reader.name().ok_or(MALFORMED)?;
+        match json::member_name(name, &mut buf) {
+            Some("jkt") if jkt.is_none() => jkt = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
+            Some("jkt") => return Err(MALFORMED),
+            _ => {
+                others = true;
+                if !reader.skip_value(2) {
+                    return Err(MALFORMED);
+                }
+            }
+        }
+        more = reader.more(b'}').ok_or(MALFORMED)?;
+    }
+    Ok(jkt.filter(|_| !others))
 }
 
 /// True when `value` reaches the upstream as the same bytes in a header:

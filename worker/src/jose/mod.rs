@@ -3,6 +3,8 @@
 //! signature, and the claims, all read with one strict JSON reader.
 
 pub mod claims;
+#[cfg(policy_dpop)]
+pub mod dpop;
 pub mod header;
 pub mod jws;
 pub mod signature;

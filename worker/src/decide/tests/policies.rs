@@ -36,6 +36,7 @@ const POLICY: Policy<'static> = Policy {
     readings: crate::config::Readings::ALL,
     rule_names: &["healthz", "admin", "v1-writes"],
     limits: crate::config::Limits::NONE,
+    dpop: crate::config::Dpop::NONE,
 };
 
 fn config() -> Config<'static> {

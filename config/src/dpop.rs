@@ -1,0 +1,95 @@
+//! DPoP (RFC 9449) per issuer: `dpop = "accept"` (a token bound to a key
+//! with `cnf.jkt` passes with a valid proof of that key; bearer tokens
+//! without `cnf` as before) or `"require"` (only DPoP-bound tokens with
+//! their proof), and `dpop_window_secs`, how old a proof's `iat` may be.
+//!
+//! A proof's `jti` must not be used twice within the window: the module
+//! names a bucket per proof (`ABI.md`, "Rate limits") in a limit of its
+//! own, `dpop-proofs` (one request per key, for the window and both
+//! leeways), so each host's store (Redis, a Durable Object, Envoy's
+//! buckets, an instance's table) keeps the proofs it has seen, with the
+//! guarantee its rate limits have.
+
+use crate::IssuerConfig;
+use crate::error::ConfigErrorKind;
+use crate::policy::{LimitConfig, LimitKeyConfig, LimitsConfig};
+
+/// The name of the limit that refuses a proof's `jti` seen before.
+pub const REPLAY_LIMIT: &str = "dpop-proofs";
+
+/// The default and the longest proof window, in seconds.
+const DEFAULT_WINDOW_SECS: u32 = 60;
+const MAX_WINDOW_SECS: u32 = 600;
+
+/// An issuer's DPoP settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DpopConfig {
+    /// Only DPoP-bound tokens, with their proofs.
+    pub required: bool,
+    /// How far a proof's `iat` may be from now, before the leeway.
+    pub window_secs: u32,
+}
+
+/// An issuer's `dpop` and `dpop_window_secs`.
+pub(crate) fn read(
+    prefix: &str,
+    mode: Option<&str>,
+    window: Option<u32>,
+) -> Result<Option<DpopConfig>, ConfigErrorKind> {
+    let invalid =
+        |entry: &str, why: String| ConfigErrorKind::Invalid { entry: format!("{prefix}{entry}"), why };
+    let required = match mode {
+        None if window.is_some() => {
+            return Err(invalid(
+                "dpop_window_secs",
+                "is set without dpop = \"accept\" or \"require\"".into(),
+            ));
+        }
+        None => return Ok(None),
+        Some("accept") => false,
+        Some("require") => true,
+        Some(other) => return Err(invalid("dpop", format!("{other:?} must be \"accept\" or \"require\""))),
+    };
+    let window_secs = window.unwrap_or(DEFAULT_WINDOW_SECS);
+    if !(1..=MAX_WINDOW_SECS).contains(&window_secs) {
+        return Err(invalid(
+            "dpop_window_secs",
+            format!("{window_secs} must be from 1 to {MAX_WINDOW_SECS}"),
+        ));
+    }
+    Ok(Some(DpopConfig { required, window_secs }))
+}
+
+/// Adds the replay limit when an issuer accepts DPoP: one use of a proof's
+/// `jti` per window and both leeways, whichever issuer's is longest.
+pub(crate) fn add_replay_limit(
+    issuers: &[IssuerConfig],
+    limits: &mut LimitsConfig,
+) -> Result<(), ConfigErrorKind> {
+    let Some(span) =
+        issuers.iter().filter_map(|i| i.dpop.map(|d| u64::from(d.window_secs) + 2 * i.leeway_secs)).max()
+    else {
+        return Ok(());
+    };
+    if let Some(i) = limits.table.iter().position(|l| l.name == REPLAY_LIMIT) {
+        return Err(ConfigErrorKind::Invalid {
+            entry: format!("limits[{i}].name"),
+            why: format!("{REPLAY_LIMIT:?} is the name of the limit that refuses a DPoP proof used twice"),
+        });
+    }
+    if limits.table.len() >= crate::policy::limits::MAX_LIMITS {
+        return Err(ConfigErrorKind::Invalid {
+            entry: "limits".into(),
+            why: "leaves no room for DPoP's replay limit".into(),
+        });
+    }
+    limits.table.push(LimitConfig {
+        name: REPLAY_LIMIT.to_owned(),
+        requests: 1,
+        per_secs: u32::try_from(span).unwrap_or(u32::MAX),
+        burst: 1,
+        by: LimitKeyConfig::ProofId,
+        fields: false,
+    });
+    Ok(())
+}
