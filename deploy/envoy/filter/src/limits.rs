@@ -12,8 +12,9 @@
 //! through this filter's response callback, which decides the request again
 //! (the core's `limited` writes the answer for the last decision, and other
 //! requests were decided since), asks the core for the 429
-//! (`Instance::limited`), and sends it instead. The client gets the same
-//! answer as from every other host; the upstream never sees the request.
+//! (`Instance::limited`; a 401 for a DPoP proof's replay bucket), and
+//! sends it instead. The client gets the same answer as from every other
+//! host; the upstream never sees the request.
 //!
 //! Envoy does not say when its bucket lets a request through again, so
 //! `retry-after` is the limit's refill time for one request
@@ -86,6 +87,7 @@ mod refusal {
     use contract::fields::HostAnswer;
     use contract::outcome::Labels;
     use worker::abi::compiled_config;
+    use worker::config::LimitKey;
 
     use super::*;
     use crate::decision::{self, Decision};
@@ -110,7 +112,8 @@ mod refusal {
         /// limit that refused (keys changed in between).
         #[error("the request decided again has no bucket of limit {0}")]
         NoBucket(u8),
-        /// The core wrote no 429 for the bucket.
+        /// The core wrote no refusal for the bucket (429, or 401 for a
+        /// DPoP proof's replay bucket).
         #[error("the core answered {0} for the refusal")]
         NotLimited(u32),
     }
@@ -192,7 +195,11 @@ mod refusal {
             let Decision::Answer(answer) = Decision::decode(status, instance.output())? else {
                 return Err(RefusalError::NotLimited(status));
             };
-            if answer.status != 429 {
+            // A bucket's refusal is a 429, but a spent bucket of the
+            // `dpop-proofs` limit is a DPoP proof used twice, which the
+            // core answers with 401 (`worker/ABI.md`, "Rate limits").
+            let replay = numbers.by == LimitKey::ProofId;
+            if answer.status != if replay { 401 } else { 429 } {
                 return Err(RefusalError::NotLimited(status));
             }
             metrics::count_decision(&answer.labels);
