@@ -93,16 +93,13 @@ macro_rules! rejections {
                 // One table, indexed by the variant's outcome id: a reason
                 // whose policy is compiled out is empty, so its text is not
                 // carried, and so are the outcomes that are no rejection.
-                // The table ends at the last outcome with a reason in this
-                // build, so outcomes added later cost a module that cannot
-                // give them nothing.
+                // The table ends at the last rejection of this build, so
+                // outcomes added later cost a module without them nothing.
                 const LEN: usize = {
                     let mut len = 0;
                     $($(#[cfg($only)])? {
-                        $(#[cfg($given)])? let given = true;
-                        $(#[cfg(not($given))] let given = false;)?
                         let id = Rejection::$variant as usize;
-                        if given && id >= len {
+                        if id >= len {
                             len = id + 1;
                         }
                     })+
@@ -113,17 +110,12 @@ macro_rules! rejections {
                     $($(#[cfg($only)])? {
                         $(#[cfg($given)])? let reason = $reason;
                         $(#[cfg(not($given))] let reason = "";)?
-                        if !reason.is_empty() {
-                            table[Rejection::$variant as usize] = reason;
-                        }
+                        table[Rejection::$variant as usize] = reason;
                     })+
                     table
                 };
                 const TEXT: Reasons<{ REASONS.len() + 1 }, { joined_len(&REASONS) }> = Reasons::join(&REASONS);
-                match (self as usize) < LEN {
-                    true => TEXT.get(self as usize),
-                    false => "",
-                }
+                TEXT.get(self as usize)
             }
         }
     };
@@ -182,6 +174,7 @@ const REQUEST: Option<ErrorCode> = Some(ErrorCode::InvalidRequest);
 const TOKEN: Option<ErrorCode> = Some(ErrorCode::InvalidToken);
 const SCOPE: Option<ErrorCode> = Some(ErrorCode::InsufficientScope);
 const NONE: Option<ErrorCode> = None;
+#[cfg(policy_dpop)]
 const PROOF: Option<ErrorCode> = Some(ErrorCode::InvalidDpopProof);
 
 rejections! {
