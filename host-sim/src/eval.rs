@@ -143,8 +143,8 @@ pub fn eval_stream(
                             let input = Input { peer, ..Input::from(head.as_bytes()) };
                             let count = |decision: &DecisionBuf| match (counting, decision.view()) {
                                 (Some(counting), Decision::Forward(forward)) => {
-                                    match counting.count(&forward, (now * 1e6) as u64) {
-                                        Counted::Refused(refusal) => Some(refusal),
+                                    match counting.count_here(&forward, (now * 1e6) as u64) {
+                                        Some(Counted::Refused(refusal)) => Some(refusal),
                                         _ => None,
                                     }
                                 }

@@ -19,9 +19,7 @@ use contract::owned::DecisionBuf;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 
-use runtime::{
-    EngineOptions, GuestError, Input, Isolation, Outcome, Reusable, Runtime, Scheme, unix_seconds,
-};
+use runtime::{EngineOptions, Input, Isolation, Reusable, Runtime, Scheme};
 
 use crate::access_log;
 use crate::args::{EngineArgs, NamingArgs, SourceArgs};
@@ -31,8 +29,10 @@ use crate::limits::{self, LimitArgs};
 use crate::listen;
 use crate::metrics::{self, Metrics, Names, Recorder};
 use crate::threads;
-use crate::traffic::{Counted, Counting, TrafficArgs};
+use crate::traffic::{Counting, TrafficArgs};
 use crate::upstream::{Forwarder, answer_response, parse_overrides};
+
+mod decide;
 
 /// `host-sim serve` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -188,52 +188,6 @@ impl Gateway {
         Gateway { clock, ..self }
     }
 
-    /// Decides `input` now, in the configured isolation mode.
-    pub fn decide(&self, input: Input<'_>) -> Outcome {
-        self.decide_counted(input).0
-    }
-
-    /// Decides `input` now and counts a forward's buckets (`crate::traffic`):
-    /// the outcome is the module's 429 when a bucket refused.
-    pub fn decide_counted(&self, input: Input<'_>) -> (Outcome, Counted) {
-        let now = unix_seconds((self.clock)());
-        let mut counted = Counted::Unlimited;
-        let count = |decision: &DecisionBuf| {
-            let (Some(counting), Decision::Forward(forward)) = (&self.counting, decision.view()) else {
-                return None;
-            };
-            counted = counting.count(&forward, (now * 1e6) as u64);
-            match counted {
-                Counted::Refused(refusal) => Some(refusal),
-                _ => None,
-            }
-        };
-        let (outcome, made) = match self.isolation {
-            Isolation::Fresh => (
-                self.runtime.decide_counted(self.isolation, &mut Reusable::default(), input, now, count),
-                true,
-            ),
-            Isolation::Reuse => REUSABLE.with(|cell| {
-                let mut cell = cell.borrow_mut();
-                let id = Arc::as_ptr(&self.runtime) as usize;
-                if cell.0 != id {
-                    *cell = (id, Reusable::default());
-                }
-                let made = !cell.1.is_live();
-                (self.runtime.decide_counted(self.isolation, &mut cell.1, input, now, count), made)
-            }),
-        };
-        if let Some((_, metrics)) = &self.metrics {
-            if made {
-                metrics.instance_made();
-            }
-            if matches!(outcome, Err(GuestError::Deadline)) {
-                metrics.deadline_hit();
-            }
-        }
-        (outcome, counted)
-    }
-
     /// Answers one request.
     pub async fn handle(self: Arc<Self>, request: Request<Incoming>, remote: SocketAddr) -> Response<Body> {
         let start = Instant::now();
@@ -242,7 +196,7 @@ impl Gateway {
         let head = request_head(&request);
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
         let input = Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head };
-        let (outcome, counted) = self.decide_counted(input);
+        let (outcome, counted) = self.decide_and_count(input).await;
         let decided = start.elapsed();
         let decision = match outcome {
             Ok(decision) => decision,

@@ -1,14 +1,16 @@
 //! What counting costs a decision: `serve`'s decide path (the module's
-//! decision, then the forward's buckets counted in the in-process table)
-//! with counting on and off, over the limits fixture, on one serving
-//! thread and on two at once (sharing the table, as `serve`'s threads
-//! do). Rounds interleaved; prints the median of each and the ratio.
+//! decision, then the forward's buckets counted in the in-process table or
+//! in a local redis-server) with counting on and off, over the limits
+//! fixture, on one serving thread and on two at once (sharing the table,
+//! as `serve`'s threads do), 16 requests in flight per thread. Rounds
+//! interleaved; prints the median of each and the ratio.
 //! Asserts nothing about time: run it by hand,
 //! `cargo test --release -p host-sim --test traffic_cost -- --ignored --nocapture`.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use host_sim::serve::{Gateway, Log};
@@ -36,17 +38,42 @@ fn heads(count: usize, round: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Decides every head across `threads` threads; the wall time.
-fn run(gateway: &Gateway, options: &runtime::EngineOptions, threads: usize, heads: &[Vec<u8>]) -> Duration {
-    let gateways: Vec<Gateway> = (0..threads).map(|_| gateway.for_thread(options).unwrap()).collect();
+/// Requests each serving thread has in flight at once.
+const IN_FLIGHT: usize = 16;
+
+/// Decides every head as `serve` does (`Gateway::decide_and_count`) across
+/// `threads` threads, each a tokio runtime of its own with `IN_FLIGHT`
+/// requests at once; the wall time.
+fn run(
+    gateway: &Gateway,
+    options: &runtime::EngineOptions,
+    threads: usize,
+    heads: &Arc<Vec<Vec<u8>>>,
+) -> Duration {
+    let gateways: Vec<Arc<Gateway>> =
+        (0..threads).map(|_| Arc::new(gateway.for_thread(options).unwrap())).collect();
     let start = Instant::now();
     std::thread::scope(|scope| {
-        for (i, gateway) in gateways.iter().enumerate() {
+        for (i, gateway) in gateways.into_iter().enumerate() {
+            let heads = Arc::clone(heads);
             scope.spawn(move || {
-                for head in heads.iter().skip(i).step_by(threads) {
-                    let (outcome, _) = gateway.decide_counted(Input::from(head.as_slice()));
-                    assert_eq!(outcome.unwrap().status(), 200);
-                }
+                let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                tokio.block_on(async move {
+                    let mut lanes = tokio::task::JoinSet::new();
+                    for lane in 0..IN_FLIGHT {
+                        let (gateway, heads) = (Arc::clone(&gateway), Arc::clone(&heads));
+                        lanes.spawn(async move {
+                            for head in heads.iter().skip(i + lane * threads).step_by(threads * IN_FLIGHT) {
+                                let (outcome, _) =
+                                    gateway.decide_and_count(Input::from(head.as_slice())).await;
+                                assert_eq!(outcome.unwrap().status(), 200);
+                            }
+                        });
+                    }
+                    while let Some(lane) = lanes.join_next().await {
+                        lane.unwrap();
+                    }
+                });
             });
         }
     });
@@ -76,7 +103,7 @@ fn counting_cost() {
     for threads in [1, 2] {
         let (mut offs, mut ons) = (Vec::new(), Vec::new());
         for round in 0..ROUNDS {
-            let heads = heads(REQUESTS, round * 10 + threads);
+            let heads = Arc::new(heads(REQUESTS, round * 10 + threads));
             offs.push(run(&off, &options, threads, &heads));
             ons.push(run(&on, &options, threads, &heads));
         }
@@ -176,7 +203,7 @@ fn redis_cost() {
     for threads in [1, 2] {
         let (mut offs, mut ons) = (Vec::new(), Vec::new());
         for round in 0..ROUNDS {
-            let heads = heads(requests, 100 + round * 10 + threads);
+            let heads = Arc::new(heads(requests, 100 + round * 10 + threads));
             offs.push(run(&off, &options, threads, &heads));
             ons.push(run(&on, &options, threads, &heads));
         }

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `mod.rs` | the flags, the module's limit table, [`Counting`]: one decision's buckets counted, and what came of it |
 //! | [`table`] | the in-process table: sharded, bounded, evicting |
-//! | [`redis`] | the shared count: one script call per decision, a connection per thread |
+//! | [`redis`] | the shared count: one script call per decision, awaited, over each thread's own connections |
 //! | [`resp`] | the Redis protocol over a `TcpStream`, every call bounded |
 //!
 //! When Redis fails or is slow (`--limits-timeout-ms`), `--limits-fail`
@@ -293,36 +293,61 @@ impl Counting {
         format!("limits: {} counted {store}", names.join(", "))
     }
 
-    /// Counts one request at `now_us` in every bucket of `forward`.
-    pub fn count(&self, forward: &Forward<'_>, now_us: u64) -> Counted {
+    /// True when the buckets are counted in this process ([`Counting::count_here`]
+    /// counts them); false for Redis ([`Counting::count_shared`]).
+    pub fn in_process(&self) -> bool {
+        matches!(self.store, Store::Local(_))
+    }
+
+    /// Counts one request at `now_us` in every bucket of `forward` in this
+    /// process's table; None when the buckets are counted in Redis.
+    pub fn count_here(&self, forward: &Forward<'_>, now_us: u64) -> Option<Counted> {
+        let Store::Local(table) = &self.store else { return None };
+        let buckets = match self.buckets(forward) {
+            Ok(buckets) => buckets,
+            Err(counted) => return Some(counted),
+        };
+        let mut verdicts = Vec::with_capacity(buckets.len());
+        for (key, limit) in &buckets {
+            let verdict = table.count(key, limit, now_us);
+            verdicts.push(verdict);
+            if !verdict.allowed {
+                break;
+            }
+        }
+        Some(fields_or_refusal(&buckets, &verdicts))
+    }
+
+    /// Counts one request in every bucket of `forward` wherever they are
+    /// counted: in Redis (one script call, on the server's clock), or here.
+    pub async fn count_shared(&self, forward: &Forward<'_>, now_us: u64) -> Counted {
+        let Store::Redis(redis) = &self.store else {
+            return self.count_here(forward, now_us).unwrap_or_default();
+        };
+        let buckets = match self.buckets(forward) {
+            Ok(buckets) => buckets,
+            Err(counted) => return counted,
+        };
+        match redis.count(&buckets, None).await {
+            Ok(verdicts) => fields_or_refusal(&buckets, &verdicts),
+            Err(e) => self.failed(&e, now_us),
+        }
+    }
+
+    /// The forward's buckets with their limits; `Unlimited` when it names
+    /// none, `Invalid` when one names a limit the table lacks.
+    fn buckets<'f>(&'f self, forward: &Forward<'f>) -> Result<Vec<(&'f str, Limit<'f>)>, Counted> {
         let mut buckets = Vec::new();
         for bucket in forward.buckets() {
             match self.limits.get(usize::from(bucket.limit)) {
                 Some(spec) => buckets.push((bucket.key, spec.limit())),
-                None => return Counted::Invalid,
+                None => return Err(Counted::Invalid),
             }
         }
         if buckets.is_empty() {
-            return Counted::Unlimited;
+            return Err(Counted::Unlimited);
         }
-        let verdicts = match &self.store {
-            Store::Local(table) => {
-                let mut verdicts = Vec::with_capacity(buckets.len());
-                for (key, limit) in &buckets {
-                    let verdict = table.count(key, limit, now_us);
-                    verdicts.push(verdict);
-                    if !verdict.allowed {
-                        break;
-                    }
-                }
-                verdicts
-            }
-            Store::Redis(redis) => match redis.count(&buckets, None) {
-                Ok(verdicts) => verdicts,
-                Err(e) => return self.failed(&e, now_us),
-            },
-        };
-        fields_or_refusal(&buckets, &verdicts)
+        Ok(buckets)
     }
 
     /// Counts a store failure, logs it when none was logged lately.
@@ -409,15 +434,16 @@ mod tests {
         let now = 1_800_000_000_000_000;
         let decision = forward("\n=00 per-user:s:0.alice\n=01 quiet:s:0.alice");
         let contract::Decision::Forward(f) = decision.view() else { panic!("a forward") };
-        assert_eq!(counting.count(&f, now), Counted::Allowed(vec!["\"per-user\";r=2;t=20".into()]));
+        let allowed = Counted::Allowed(vec!["\"per-user\";r=2;t=20".into()]);
+        assert_eq!(counting.count_here(&f, now), Some(allowed));
         // `quiet` is spent: the second bucket refuses.
         let refused = Counted::Refused(Refusal { bucket: 1, retry_after_secs: 60, reset_secs: 60 });
-        assert_eq!(counting.count(&f, now), refused);
+        assert_eq!(counting.count_here(&f, now), Some(refused));
         let unknown = forward("\n=07 x:s:0.a");
         let contract::Decision::Forward(f) = unknown.view() else { panic!("a forward") };
-        assert_eq!(counting.count(&f, now), Counted::Invalid);
+        assert_eq!(counting.count_here(&f, now), Some(Counted::Invalid));
         let none = forward("");
         let contract::Decision::Forward(f) = none.view() else { panic!("a forward") };
-        assert_eq!(counting.count(&f, now), Counted::Unlimited);
+        assert_eq!(counting.count_here(&f, now), Some(Counted::Unlimited));
     }
 }

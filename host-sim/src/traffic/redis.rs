@@ -7,8 +7,10 @@
 //! sent whole (`EVAL`) when the server answers `NOSCRIPT` (restarted, or
 //! its scripts flushed). Each key expires when its TAT passes.
 //!
-//! Each serving thread has a connection of its own ([`RedisStore::for_thread`]),
-//! opened on first use and dropped on any failure; after a failure the
+//! Each serving thread has connections of its own ([`RedisStore::for_thread`]):
+//! a count takes an idle one or opens one, and gives it back after a reply
+//! (at most [`MAX_IDLE`] kept); the thread serves its other connections
+//! while a reply is awaited. A connection that fails is dropped, and the
 //! thread waits [`RECONNECT_AFTER`] before connecting again, so that a
 //! server that is down costs a request nothing but the check.
 
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use contract::limits::{Limit, Verdict};
 
-use super::resp::{Connection, Reply, RespError};
+use super::resp::{AsyncConnection, Reply, RespError};
 
 /// The counting script.
 pub const SCRIPT: &str = include_str!("gcra.lua");
@@ -48,6 +50,9 @@ pub enum StoreError {
     Reply(SocketAddr),
 }
 
+/// Idle connections a serving thread keeps for its next counts.
+pub const MAX_IDLE: usize = 8;
+
 /// One thread's way to count in Redis: every count, from connecting to the
 /// reply, within one timeout.
 #[derive(Debug)]
@@ -56,24 +61,21 @@ pub struct RedisStore {
     timeout: Duration,
     /// The script's SHA, learnt once for the process.
     sha: Arc<OnceLock<String>>,
-    /// This thread's connection, or when to try again after a failure.
-    connection: Mutex<Result<Option<Connection>, Instant>>,
+    /// This thread's idle connections (a count in flight holds its own).
+    idle: Mutex<Vec<AsyncConnection>>,
+    /// After a failure: when to connect again.
+    retry_at: Mutex<Option<Instant>>,
 }
 
 impl RedisStore {
-    /// A store at `addr` whose every call is bounded by `timeout`.
+    /// A store at `addr` whose every count is bounded by `timeout`.
     pub fn new(addr: SocketAddr, timeout: Duration) -> RedisStore {
-        RedisStore { addr, timeout, sha: Arc::default(), connection: Mutex::new(Ok(None)) }
+        RedisStore { addr, timeout, sha: Arc::default(), idle: Mutex::default(), retry_at: Mutex::default() }
     }
 
-    /// The same server, with a connection of its own.
+    /// The same server, with connections of its own.
     pub fn for_thread(&self) -> RedisStore {
-        RedisStore {
-            addr: self.addr,
-            timeout: self.timeout,
-            sha: Arc::clone(&self.sha),
-            connection: Mutex::new(Ok(None)),
-        }
+        RedisStore { sha: Arc::clone(&self.sha), ..RedisStore::new(self.addr, self.timeout) }
     }
 
     /// The server.
@@ -83,50 +85,55 @@ impl RedisStore {
 
     /// Counts one request in every bucket (`(key, limit)`, in order) at
     /// `now_us` (None: the server's clock), stopping at the first that
-    /// refuses: one verdict per bucket counted.
-    pub fn count(
+    /// refuses: one verdict per bucket counted. The serving thread goes on
+    /// with its other connections while the reply is awaited.
+    pub async fn count(
         &self,
         buckets: &[(&str, Limit<'_>)],
         now_us: Option<u64>,
     ) -> Result<Vec<Verdict>, StoreError> {
         // One deadline for the whole count: connecting, loading the script, the call.
-        let deadline = Instant::now() + self.timeout;
-        let mut slot = self.connection.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(retry) = &*slot
-            && Instant::now() < *retry
-        {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let waiting = locked(&self.retry_at).is_some_and(|retry| Instant::now() < retry);
+        if waiting {
             return Err(StoreError::Waiting(self.addr));
         }
-        if !matches!(&*slot, Ok(Some(_))) {
-            match Connection::connect(self.addr, self.timeout) {
-                Ok(connection) => *slot = Ok(Some(connection)),
-                Err(e) => {
-                    *slot = Err(Instant::now() + RECONNECT_AFTER);
-                    return Err(e.into());
-                }
-            }
-        }
-        let result = match &mut *slot {
-            Ok(Some(connection)) => self.run(connection, buckets, now_us, deadline),
-            _ => Err(StoreError::Waiting(self.addr)),
+        let idle = locked(&self.idle).pop();
+        let mut connection = match idle {
+            Some(connection) => connection,
+            None => match AsyncConnection::connect(self.addr, deadline).await {
+                Ok(connection) => connection,
+                Err(e) => return Err(self.failed(e.into())),
+            },
         };
-        if result.is_err() {
-            *slot = Err(Instant::now() + RECONNECT_AFTER);
+        match self.run(&mut connection, buckets, now_us, deadline).await {
+            Ok(verdicts) => {
+                let mut idle = locked(&self.idle);
+                if idle.len() < MAX_IDLE {
+                    idle.push(connection);
+                }
+                Ok(verdicts)
+            }
+            Err(e) => Err(self.failed(e)),
         }
-        result
     }
 
-    fn run(
+    /// Notes a failure: no new connection for [`RECONNECT_AFTER`].
+    fn failed(&self, error: StoreError) -> StoreError {
+        *locked(&self.retry_at) = Some(Instant::now() + RECONNECT_AFTER);
+        error
+    }
+
+    async fn run(
         &self,
-        connection: &mut Connection,
+        connection: &mut AsyncConnection,
         buckets: &[(&str, Limit<'_>)],
         now_us: Option<u64>,
-        deadline: Instant,
+        deadline: tokio::time::Instant,
     ) -> Result<Vec<Verdict>, StoreError> {
-        let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_micros(1));
         let sha = match self.sha.get() {
             Some(sha) => sha.clone(),
-            None => match connection.call(&[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()], left())? {
+            None => match connection.call(&[b"SCRIPT", b"LOAD", SCRIPT.as_bytes()], deadline).await? {
                 Reply::Bulk(Some(sha)) => {
                     let sha = String::from_utf8_lossy(&sha).into_owned();
                     self.sha.get_or_init(|| sha).clone()
@@ -145,11 +152,11 @@ impl RedisStore {
         for (interval, burst) in &numbers {
             args.extend([interval.as_bytes(), burst.as_bytes()]);
         }
-        let mut reply = connection.call(&args, left())?;
+        let mut reply = connection.call(&args, deadline).await?;
         if matches!(&reply, Reply::Error(e) if e.starts_with("NOSCRIPT")) {
             args[0] = b"EVAL";
             args[1] = SCRIPT.as_bytes();
-            reply = connection.call(&args, left())?;
+            reply = connection.call(&args, deadline).await?;
         }
         self.verdicts(reply)
     }
@@ -184,4 +191,8 @@ impl RedisStore {
             .collect::<Option<Vec<_>>>()
             .ok_or(StoreError::Reply(self.addr))
     }
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

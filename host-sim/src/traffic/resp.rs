@@ -1,9 +1,10 @@
-//! A small Redis client: RESP2 over a std `TcpStream`, one command at a
-//! time, every call bounded by one deadline (connect, write and each read
-//! get what is left of it). Only what counting needs: commands of bulk
-//! strings, and replies of any RESP2 type.
+//! A small Redis client: RESP2, one command at a time, every call bounded
+//! by a deadline. [`AsyncConnection`] (tokio) is what `serve` counts with;
+//! [`Connection`] (blocking std `TcpStream`) is for tools and tests. Only
+//! what counting needs: commands of bulk strings, replies of any RESP2
+//! type, read by one parser ([`parse`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -47,11 +48,74 @@ pub enum RespError {
 /// Largest bulk string or array a reply may hold (counting replies are tiny).
 const MAX_LEN: usize = 1 << 20;
 
-/// One connection to a Redis server.
+/// The bytes of one command: an array of bulk strings.
+pub fn command(args: &[&[u8]]) -> Vec<u8> {
+    let mut command = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    command.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for arg in args {
+        command.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
+        command.extend_from_slice(arg);
+        command.extend_from_slice(b"\r\n");
+    }
+    command
+}
+
+/// Reads one reply from the start of `buf`: the reply and the bytes it
+/// took, or None when `buf` does not hold all of it yet.
+pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, &'static str> {
+    parse_at(buf, 0)
+}
+
+fn parse_at(buf: &[u8], depth: usize) -> Result<Option<(Reply, usize)>, &'static str> {
+    if depth > 4 {
+        return Err("nested too deep");
+    }
+    let Some(end) = buf.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > 256 { Err("line too long") } else { Ok(None) };
+    };
+    let line = buf[..end].strip_suffix(b"\r").ok_or("line without CR")?;
+    let taken = end + 1;
+    let (kind, rest) = line.split_first().ok_or("empty line")?;
+    let text = || String::from_utf8_lossy(rest).into_owned();
+    let number = || std::str::from_utf8(rest).ok().and_then(|t| t.parse::<i64>().ok()).ok_or("length");
+    match kind {
+        b'+' => Ok(Some((Reply::Status(text()), taken))),
+        b'-' => Ok(Some((Reply::Error(text()), taken))),
+        b':' => Ok(Some((Reply::Integer(number()?), taken))),
+        b'$' => match usize::try_from(number()?) {
+            Err(_) => Ok(Some((Reply::Bulk(None), taken))),
+            Ok(len) if len > MAX_LEN => Err("bulk string too long"),
+            Ok(len) => match buf.get(taken..taken + len + 2) {
+                None => Ok(None),
+                Some(data) if data.ends_with(b"\r\n") => {
+                    Ok(Some((Reply::Bulk(Some(data[..len].to_vec())), taken + len + 2)))
+                }
+                Some(_) => Err("bulk string without CRLF"),
+            },
+        },
+        b'*' => match usize::try_from(number()?) {
+            Err(_) => Ok(Some((Reply::Array(None), taken))),
+            Ok(len) if len > MAX_LEN => Err("array too long"),
+            Ok(len) => {
+                let (mut items, mut at) = (Vec::with_capacity(len.min(64)), taken);
+                for _ in 0..len {
+                    let Some((item, used)) = parse_at(&buf[at..], depth + 1)? else { return Ok(None) };
+                    items.push(item);
+                    at += used;
+                }
+                Ok(Some((Reply::Array(Some(items)), at)))
+            }
+        },
+        _ => Err("unknown type"),
+    }
+}
+
+/// One blocking connection to a Redis server (for `eval`'s tools and the tests).
 #[derive(Debug)]
 pub struct Connection {
     addr: SocketAddr,
-    reader: BufReader<TcpStream>,
+    stream: TcpStream,
+    buf: Vec<u8>,
 }
 
 impl Connection {
@@ -60,119 +124,88 @@ impl Connection {
         let io = |source| RespError::Io { addr, source };
         let stream = TcpStream::connect_timeout(&addr, timeout.max(Duration::from_millis(1))).map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
-        Ok(Connection { addr, reader: BufReader::with_capacity(4096, stream) })
+        Ok(Connection { addr, stream, buf: Vec::with_capacity(512) })
     }
 
     /// Sends `args` as one command and reads its reply, all within `timeout`.
     /// After an `Err` the connection is in an unknown state: drop it.
     pub fn call(&mut self, args: &[&[u8]], timeout: Duration) -> Result<Reply, RespError> {
         let deadline = Instant::now() + timeout;
-        let mut command = Vec::with_capacity(64 + args.iter().map(|a| a.len() + 16).sum::<usize>());
-        command.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-        for arg in args {
-            command.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-            command.extend_from_slice(arg);
-            command.extend_from_slice(b"\r\n");
-        }
         let addr = self.addr;
         let io = |source| RespError::Io { addr, source };
-        let stream = self.reader.get_mut();
-        stream.set_write_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
-        stream.write_all(&command).map_err(io)?;
-        self.read_reply(deadline, 0)
-    }
-
-    fn read_reply(&mut self, deadline: Instant, depth: usize) -> Result<Reply, RespError> {
-        let addr = self.addr;
-        let bad = |what| RespError::Protocol { addr, what };
-        if depth > 4 {
-            return Err(bad("nested too deep"));
-        }
-        let line = self.read_line(deadline)?;
-        let (kind, rest) = line.split_first().ok_or(bad("empty line"))?;
-        let text = || String::from_utf8_lossy(rest).into_owned();
-        let number =
-            || std::str::from_utf8(rest).ok().and_then(|t| t.parse::<i64>().ok()).ok_or(bad("length"));
-        match kind {
-            b'+' => Ok(Reply::Status(text())),
-            b'-' => Ok(Reply::Error(text())),
-            b':' => Ok(Reply::Integer(number()?)),
-            b'$' => match usize::try_from(number()?) {
-                Err(_) => Ok(Reply::Bulk(None)),
-                Ok(len) if len > MAX_LEN => Err(bad("bulk string too long")),
-                Ok(len) => {
-                    let mut data = vec![0; len + 2];
-                    self.read_exact(&mut data, deadline)?;
-                    if !data.ends_with(b"\r\n") {
-                        return Err(bad("bulk string without CRLF"));
-                    }
-                    data.truncate(len);
-                    Ok(Reply::Bulk(Some(data)))
-                }
-            },
-            b'*' => match usize::try_from(number()?) {
-                Err(_) => Ok(Reply::Array(None)),
-                Ok(len) if len > MAX_LEN => Err(bad("array too long")),
-                Ok(len) => {
-                    let mut items = Vec::with_capacity(len.min(64));
-                    for _ in 0..len {
-                        items.push(self.read_reply(deadline, depth + 1)?);
-                    }
-                    Ok(Reply::Array(Some(items)))
-                }
-            },
-            _ => Err(bad("unknown type")),
-        }
-    }
-
-    /// One line without its CRLF.
-    fn read_line(&mut self, deadline: Instant) -> Result<Vec<u8>, RespError> {
-        let addr = self.addr;
-        let io = |source| RespError::Io { addr, source };
-        let mut line = Vec::with_capacity(32);
+        self.stream.set_write_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
+        self.stream.write_all(&command(args)).map_err(io)?;
+        let mut chunk = [0u8; 4096];
         loop {
-            if self.reader.buffer().is_empty() {
-                self.reader.get_ref().set_read_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
+            match parse(&self.buf) {
+                Err(what) => return Err(RespError::Protocol { addr, what }),
+                Ok(Some((reply, used))) => {
+                    self.buf.drain(..used);
+                    return Ok(reply);
+                }
+                Ok(None) => {}
             }
-            let available = self.reader.fill_buf().map_err(io)?;
-            if available.is_empty() {
+            self.stream.set_read_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
+            match self.stream.read(&mut chunk).map_err(io)? {
+                0 => return Err(io(std::io::ErrorKind::UnexpectedEof.into())),
+                n => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// One connection to a Redis server for a serving thread's tasks: the
+/// thread serves its other connections while a call waits for its reply.
+#[derive(Debug)]
+pub struct AsyncConnection {
+    addr: SocketAddr,
+    stream: tokio::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl AsyncConnection {
+    /// Connects to `addr` before `deadline`.
+    pub async fn connect(
+        addr: SocketAddr,
+        deadline: tokio::time::Instant,
+    ) -> Result<AsyncConnection, RespError> {
+        let io = |source| RespError::Io { addr, source };
+        let stream = tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(addr))
+            .await
+            .map_err(|_| io(std::io::ErrorKind::TimedOut.into()))?
+            .map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        Ok(AsyncConnection { addr, stream, buf: Vec::with_capacity(512) })
+    }
+
+    /// Sends `args` as one command and reads its reply before `deadline`.
+    /// After an `Err` the connection is in an unknown state: drop it.
+    pub async fn call(&mut self, args: &[&[u8]], deadline: tokio::time::Instant) -> Result<Reply, RespError> {
+        let addr = self.addr;
+        match tokio::time::timeout_at(deadline, self.exchange(args)).await {
+            Ok(result) => result,
+            Err(_) => Err(RespError::Io { addr, source: std::io::ErrorKind::TimedOut.into() }),
+        }
+    }
+
+    async fn exchange(&mut self, args: &[&[u8]]) -> Result<Reply, RespError> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.addr;
+        let io = |source| RespError::Io { addr, source };
+        self.stream.write_all(&command(args)).await.map_err(io)?;
+        loop {
+            match parse(&self.buf) {
+                Err(what) => return Err(RespError::Protocol { addr, what }),
+                Ok(Some((reply, used))) => {
+                    self.buf.drain(..used);
+                    return Ok(reply);
+                }
+                Ok(None) => {}
+            }
+            if self.stream.read_buf(&mut self.buf).await.map_err(io)? == 0 {
                 return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
             }
-            match available.iter().position(|&b| b == b'\n') {
-                Some(end) => {
-                    line.extend_from_slice(&available[..end]);
-                    self.reader.consume(end + 1);
-                    if line.pop() != Some(b'\r') {
-                        return Err(RespError::Protocol { addr, what: "line without CR" });
-                    }
-                    return Ok(line);
-                }
-                None => {
-                    let n = available.len();
-                    line.extend_from_slice(available);
-                    self.reader.consume(n);
-                    if line.len() > 256 {
-                        return Err(RespError::Protocol { addr, what: "line too long" });
-                    }
-                }
-            }
         }
-    }
-
-    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), RespError> {
-        let addr = self.addr;
-        let io = |source| RespError::Io { addr, source };
-        let mut filled = 0;
-        while filled < buf.len() {
-            if self.reader.buffer().is_empty() {
-                self.reader.get_ref().set_read_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
-            }
-            match self.reader.read(&mut buf[filled..]).map_err(io)? {
-                0 => return Err(io(std::io::ErrorKind::UnexpectedEof.into())),
-                n => filled += n,
-            }
-        }
-        Ok(())
     }
 }
 
