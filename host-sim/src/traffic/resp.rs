@@ -274,6 +274,19 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_split_anywhere_waits_for_its_rest() {
+        let whole: &[u8] = b"*2\r\n*5\r\n:1\r\n:1765000000600001\r\n:19\r\n:1\r\n:0\r\n$3\r\nabc\r\n";
+        for cut in 0..whole.len() {
+            assert_eq!(parse(&whole[..cut]), Ok(None), "cut at {cut}");
+        }
+        let (reply, used) = parse(whole).ok().flatten().unwrap_or_else(|| panic!("a whole reply"));
+        assert_eq!(used, whole.len());
+        assert!(matches!(reply, Reply::Array(Some(items)) if items.len() == 2));
+        assert_eq!(parse(b"$2\r\nabXY"), Err("bulk string without CRLF"));
+        assert_eq!(parse(b"+OK\n"), Err("line without CR"));
+    }
+
+    #[test]
     fn garbage_is_a_protocol_error() {
         let addr = server(Some(b"?what\r\n"));
         let mut c = Connection::connect(addr, Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
