@@ -96,11 +96,9 @@ export function proof(key, { htm, htu, token, header = {}, claims = {}, signatur
 /**
  * Runs the script against the gateway on 127.0.0.1:`port` whose upstreams
  * are `recorder` (startLimitsRecorder in limits-script.mjs). `differences`:
- * `{ foldsRepeatedFields: true }` for a host whose front end joins a
- * repeated field into one before the module reads the head (workerd's
- * Headers): two DPoP fields reach the module as one value, which is no
- * proof, and are refused as a malformed proof (401) instead of as a
- * repeated one (400); refused either way, and never forwarded.
+ * none so far: two DPoP fields that a host's front end joins into one
+ * value (workerd's Headers) are refused as two by the module, which reads
+ * a comma as the join (no proof holds one).
  */
 export async function runDpopScript(port, recorder, differences = {}) {
   const run = randomBytes(4).toString("hex");
@@ -204,7 +202,7 @@ export async function runDpopScript(port, recorder, differences = {}) {
   );
   await refused(
     dpop(token, good(), good()),
-    differences.foldsRepeatedFields ? MALFORMED : [400, "Bearer", "invalid_request", "more than one DPoP proof"],
+    [400, "Bearer", "invalid_request", "more than one DPoP proof"],
     "two DPoP fields",
   );
   await refused(dpop(token), proofRefusal("DPoP proof required"), "a DPoP token without a proof");

@@ -32,7 +32,7 @@ const HOSTS = [
   ["host-sim serve", "REQUIRE_HOST_SIM", [WASM, join(ROOT, "target", "release", "host-sim")],
     (r) => startHostSim(pairs(r).flatMap(([from, to]) => ["--upstream-override", `${from}=${to}`]), 60000, WASM), {}],
   ["workerd", "REQUIRE_WORKERD", [WASM, join(ROOT, "node_modules", ".bin", "workerd")],
-    (r) => startWorkerd(pairs(r).map(([from, to]) => `${from}=${to}`).join(","), WASM), { foldsRepeatedFields: true }],
+    (r) => startWorkerd(pairs(r).map(([from, to]) => `${from}=${to}`).join(","), WASM), {}],
   ["envoy + gateway filter", "REQUIRE_ENVOY", [ENVOY_WASM, join(ROOT, "target", "envoy-venv", "bin", "envoy")],
     (r) => startEnvoyFilter(pairs(r), { wasm: ENVOY_WASM, config: CONFIG }), {}],
   ["wasmtime serve (wasi:http component)", "REQUIRE_WASI_HTTP", [COMPONENT, join(ROOT, "target", "tools", "bin", "wasmtime")],

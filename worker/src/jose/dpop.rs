@@ -50,12 +50,15 @@ const PROOF_ALGS: &[Alg] = &[
 ];
 
 /// The request's DPoP proof, if it carries one: exactly one `DPoP` field.
+/// A comma, which no proof holds, is two fields joined by a front end
+/// that folds repeated fields into one (workerd's, fetch's): refused as
+/// two, so every host answers alike.
 pub fn proof<'b>(head: &Head<'b, '_>) -> Result<Option<&'b [u8]>, Rejection> {
     let mut fields = head.named("dpop");
     match (fields.next(), fields.next()) {
         (None, _) => Ok(None),
-        (Some(value), None) => Ok(Some(trim_ows(value))),
-        (Some(_), Some(_)) => Err(Rejection::DpopProofRepeated),
+        (Some(value), None) if !value.contains(&b',') => Ok(Some(trim_ows(value))),
+        (Some(_), _) => Err(Rejection::DpopProofRepeated),
     }
 }
 
