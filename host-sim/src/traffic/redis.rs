@@ -9,7 +9,7 @@
 //!
 //! Each serving thread has connections of its own ([`RedisStore::for_thread`]):
 //! a count takes an idle one or opens one, and gives it back after a reply
-//! (at most [`MAX_IDLE`] kept); the thread serves its other connections
+//! (at most [`MAX_IDLE`] kept idle, [`MAX_OPEN`] open); the thread serves its other connections
 //! while a reply is awaited. A connection that fails is dropped, and the
 //! thread waits [`RECONNECT_AFTER`] before connecting again, so that a
 //! server that is down costs a request nothing but the check.
@@ -34,6 +34,9 @@ pub enum StoreError {
     /// No connection, or the call failed or ran past its timeout.
     #[error(transparent)]
     Unreachable(#[from] RespError),
+    /// Every connection of this thread stayed busy past the deadline.
+    #[error("redis at {0}: every connection busy until the timeout")]
+    Busy(SocketAddr),
     /// A recent call failed: not trying again yet.
     #[error("redis at {0} failed recently; reconnecting shortly")]
     Waiting(SocketAddr),
@@ -53,6 +56,10 @@ pub enum StoreError {
 /// Idle connections a serving thread keeps for its next counts.
 pub const MAX_IDLE: usize = 8;
 
+/// Connections a serving thread has open to Redis at most; a count that
+/// finds them all busy waits for one, within its deadline.
+pub const MAX_OPEN: usize = 32;
+
 /// One thread's way to count in Redis: every count, from connecting to the
 /// reply, within one timeout.
 #[derive(Debug)]
@@ -65,12 +72,21 @@ pub struct RedisStore {
     idle: Mutex<Vec<AsyncConnection>>,
     /// After a failure: when to connect again.
     retry_at: Mutex<Option<Instant>>,
+    /// One permit per connection this thread may have open.
+    open: Arc<tokio::sync::Semaphore>,
 }
 
 impl RedisStore {
     /// A store at `addr` whose every count is bounded by `timeout`.
     pub fn new(addr: SocketAddr, timeout: Duration) -> RedisStore {
-        RedisStore { addr, timeout, sha: Arc::default(), idle: Mutex::default(), retry_at: Mutex::default() }
+        RedisStore {
+            addr,
+            timeout,
+            sha: Arc::default(),
+            idle: Mutex::default(),
+            retry_at: Mutex::default(),
+            open: Arc::new(tokio::sync::Semaphore::new(MAX_OPEN)),
+        }
     }
 
     /// The same server, with connections of its own.
@@ -98,6 +114,10 @@ impl RedisStore {
         if waiting {
             return Err(StoreError::Waiting(self.addr));
         }
+        // A permit per connection in use: at most MAX_OPEN per thread.
+        let Ok(Ok(_permit)) = tokio::time::timeout_at(deadline, self.open.acquire()).await else {
+            return Err(StoreError::Busy(self.addr));
+        };
         let idle = locked(&self.idle).pop();
         let mut connection = match idle {
             Some(connection) => connection,
