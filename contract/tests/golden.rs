@@ -158,15 +158,15 @@ fn the_golden_limit_vectors_are_gcras() {
     let cases = doc["cases"].as_array().expect("cases");
     assert!(cases.len() >= 40 && cases.iter().any(|c| c["expect"]["allowed"] == false));
     let number = |v: &Value| v.as_u64().expect("a number");
+    let limit_of = |l: &'_ Value| Limit {
+        name: l["name"].as_str().expect("name").to_owned().leak(),
+        requests: number(&l["requests"]) as u32,
+        per_secs: number(&l["per_secs"]) as u32,
+        burst: number(&l["burst"]) as u32,
+        fields: true,
+    };
     for case in cases {
-        let l = &case["limit"];
-        let limit = Limit {
-            name: l["name"].as_str().expect("name"),
-            requests: number(&l["requests"]) as u32,
-            per_secs: number(&l["per_secs"]) as u32,
-            burst: number(&l["burst"]) as u32,
-            fields: true,
-        };
+        let limit = limit_of(&case["limit"]);
         let got: Verdict = limit.count(number(&case["stored_tat_us"]), number(&case["now_us"]));
         let e = &case["expect"];
         let expect = Verdict {
@@ -180,14 +180,7 @@ fn the_golden_limit_vectors_are_gcras() {
     }
     #[cfg(feature = "std")]
     for field in doc["fields"].as_array().expect("fields") {
-        let l = &field["limit"];
-        let limit = Limit {
-            name: l["name"].as_str().expect("name"),
-            requests: number(&l["requests"]) as u32,
-            per_secs: number(&l["per_secs"]) as u32,
-            burst: number(&l["burst"]) as u32,
-            fields: true,
-        };
+        let limit = limit_of(&field["limit"]);
         let verdict = Verdict {
             allowed: true,
             tat_us: 0,
