@@ -34,6 +34,8 @@ use crate::upstream::{Forwarder, answer_response, parse_overrides};
 
 mod decide;
 
+pub use decide::Decided;
+
 /// `host-sim serve` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -196,8 +198,9 @@ impl Gateway {
         let head = request_head(&request);
         // This server speaks plain HTTP; TLS, where used, ends in front of it.
         let input = Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head };
-        let (outcome, counted) = self.decide_and_count(input).await;
-        let decided = start.elapsed();
+        let Decided { outcome, counted, waited } = self.decide_and_count(input).await;
+        // The module's time: a wait for the rate-limit store is not its.
+        let decided = start.elapsed().saturating_sub(waited);
         let decision = match outcome {
             Ok(decision) => decision,
             Err(e) => {

@@ -64,8 +64,8 @@ fn run(
                         let (gateway, heads) = (Arc::clone(&gateway), Arc::clone(&heads));
                         lanes.spawn(async move {
                             for head in heads.iter().skip(i + lane * threads).step_by(threads * IN_FLIGHT) {
-                                let (outcome, _) =
-                                    gateway.decide_and_count(Input::from(head.as_slice())).await;
+                                let outcome =
+                                    gateway.decide_and_count(Input::from(head.as_slice())).await.outcome;
                                 assert_eq!(outcome.unwrap().status(), 200);
                             }
                         });

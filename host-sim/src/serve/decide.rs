@@ -3,6 +3,7 @@
 //! instance is at hand, or in Redis after it (`crate::traffic`).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use contract::Decision;
 use contract::owned::DecisionBuf;
@@ -10,6 +11,18 @@ use runtime::{GuestError, Input, Isolation, Outcome, Refusal, Reusable, unix_sec
 
 use super::{Gateway, REUSABLE};
 use crate::traffic::Counted;
+
+/// A request decided, and its buckets counted.
+#[derive(Debug)]
+pub struct Decided {
+    /// The decision (the module's 429 for a spent bucket), or why there is none.
+    pub outcome: Outcome,
+    /// What counting came to.
+    pub counted: Counted,
+    /// The time spent waiting for the store (Redis), which is not the
+    /// module's: left out of the decision's duration.
+    pub waited: Duration,
+}
 
 impl Gateway {
     /// Decides `input` now, in the configured isolation mode.
@@ -44,21 +57,25 @@ impl Gateway {
     /// counted. In Redis the instance is not held while the reply is
     /// awaited (the thread serves its other connections meanwhile): a
     /// refused request is decided again, and that instance writes the 429.
-    pub async fn decide_and_count(&self, input: Input<'_>) -> (Outcome, Counted) {
+    pub async fn decide_and_count(&self, input: Input<'_>) -> Decided {
         let now = unix_seconds((self.clock)());
         let (outcome, counted) = self.decide_counted_at(input, now);
+        let waited = Duration::ZERO;
         let Some(counting) = self.counting.as_ref().filter(|c| !c.in_process()) else {
-            return (outcome, counted);
+            return Decided { outcome, counted, waited };
         };
+        let asked = Instant::now();
         let counted = match outcome.as_ref().map(DecisionBuf::view) {
             Ok(Decision::Forward(forward)) => counting.count_shared(&forward, (now * 1e6) as u64).await,
-            _ => return (outcome, counted),
+            _ => return Decided { outcome, counted, waited },
         };
+        let waited = asked.elapsed();
         if let Counted::Refused(refusal) = counted {
             let forward = |d: &DecisionBuf| matches!(d.view(), Decision::Forward(_)).then_some(refusal);
-            return (self.decide_with(input, unix_seconds((self.clock)()), forward), counted);
+            let outcome = self.decide_with(input, unix_seconds((self.clock)()), forward);
+            return Decided { outcome, counted, waited };
         }
-        (outcome, counted)
+        Decided { outcome, counted, waited }
     }
 
     /// Decides `input` at `now` in the configured isolation mode, `count`
