@@ -35,6 +35,8 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture-limits.toml WASM_OUT=target/fixture/gateway-limits.wasm bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-dpop.wasm bash build/worker.sh
+	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  WASM_OUT=target/fixture/gateway-oidc.wasm bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture.toml --fixture-json target/fixture/fixture.json
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-policies.toml --fixture-json target/fixture/fixture-policies.json
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
@@ -42,6 +44,8 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture-limits.toml WASM_OUT=target/fixture/gateway-limits-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-dpop-envoy.wasm bash build/envoy-filter.sh
+	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  WASM_OUT=target/fixture/gateway-oidc-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-algorithms.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-algorithms-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
@@ -56,6 +60,8 @@ fixture: setup fixture-readings
 	  WASM_OUT=target/fixture/gateway-limits-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-dpop-wasi-http.wasm bash build/wasi-http.sh
+	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa WASI_HTTP_FEATURES=upstream-override \
+	  WASM_OUT=target/fixture/gateway-oidc-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-jwks-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-wasi-http-proxy.wasm bash build/wasi-http.sh

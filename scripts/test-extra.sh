@@ -33,6 +33,11 @@ REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeou
 echo "==> node --test testkit/jwks/"
 REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=600000 testkit/jwks/
 
+# testkit/oidc: DPoP-bound tokens from a real OpenID provider (node-oidc-provider,
+# client credentials) through every host, its keys found through discovery.
+echo "==> node --test testkit/oidc/"
+REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_WASI_HTTP=1 node --test --test-timeout=180000 testkit/oidc/
+
 # testkit/metrics: a real Prometheus (Debian's package, installed here when
 # missing) scraping host-sim serve and Envoy, and the Grafana dashboard's
 # expressions against its scrape. Skipped, saying why, only when the
