@@ -215,7 +215,7 @@ mod tests {
         let read: Vec<_> = limits(table).collect();
         let per_user = Limit { name: "per-user", requests: 100, per_secs: 60, burst: 20, fields: true };
         assert_eq!(read, [Some(per_user), None, None]);
-        assert_eq!(read[0].unwrap().interval_us(), 600_000);
+        assert_eq!(read[0].expect("a limit").interval_us(), 600_000);
         let mut buf = [0u8; 64];
         let mut out = crate::Encoder::new(&mut buf);
         out.limit_line(true, &per_user).expect("room");

@@ -190,7 +190,7 @@ fn the_golden_limit_vectors_are_gcras() {
         };
         assert_eq!(
             gateway_contract::limits::ratelimit_field(&limit, &verdict),
-            field["ratelimit"].as_str().unwrap()
+            field["ratelimit"].as_str().expect("ratelimit")
         );
     }
 }

@@ -41,7 +41,7 @@ fn the_header_must_be_a_dpop_proofs() {
         std::format!(r#"{{"typ":"JWT","alg":"EdDSA","jwk":{jwk}}}"#),
         std::format!(r#"{{"typ":"dpop+jwt","alg":"HS256","jwk":{jwk}}}"#),
         std::format!(r#"{{"typ":"dpop+jwt","alg":"none","jwk":{jwk}}}"#),
-        std::format!(r#"{{"typ":"dpop+jwt","alg":"EdDSA"}}"#),
+        r#"{"typ":"dpop+jwt","alg":"EdDSA"}"#.to_owned(),
         std::format!(r#"{{"typ":"dpop+jwt","alg":"EdDSA","jwk":{jwk},"crit":["x"]}}"#),
         std::format!(r#"{{"typ":"dpop+jwt","alg":"EdDSA","alg":"ES256","jwk":{jwk}}}"#),
         std::format!(r#"{{"typ":"dpop+jwt","alg":"EdDSA","jwk":{jwk},"\u006awk":{jwk}}}"#),
