@@ -371,7 +371,10 @@ fn bucket(line: &str) -> Option<Bucket<'_>> {
     let rest = line.strip_prefix('=')?;
     let (digits, key) = split_at_byte(rest, b' ')?;
     let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-    if digits.len() != 2 || !digits.bytes().all(hex) || key.is_empty() || !key.bytes().all(|b| b.is_ascii_graphic())
+    if digits.len() != 2
+        || !digits.bytes().all(hex)
+        || key.is_empty()
+        || !key.bytes().all(|b| b.is_ascii_graphic())
     {
         return None;
     }
