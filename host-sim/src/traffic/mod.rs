@@ -9,7 +9,7 @@
 //! | `mod.rs` | the flags, the module's limit table, [`Counting`]: one decision's buckets counted, and what came of it |
 //! | [`table`] | the in-process table: sharded, bounded, evicting |
 //! | [`redis`] | the shared count: one script call per decision, awaited, over each thread's own connections |
-//! | [`resp`] | the Redis protocol over a `TcpStream`, every call bounded |
+//! | [`resp`] | the Redis protocol (one parser; an async client for `serve`, a blocking one for tools and tests), every call bounded |
 //!
 //! When Redis fails or is slow (`--limits-timeout-ms`), `--limits-fail`
 //! says what happens: `open` (the default) forwards the request uncounted,
@@ -46,7 +46,8 @@ falls in; serve counts the request in each (GCRA) and sends the module's
                             buckets whose time has passed, then evicts the
                             one closest to full (gateway_limit_evictions_total)
   --limits redis://H:P      one budget shared by every gateway counting there
-  --limits-timeout-ms N     the most one Redis call may take (default 50)
+  --limits-timeout-ms N     the most counting one request in Redis may take
+                            (default 50)
   --limits-fail open        Redis down or slow: forward uncounted (default;
                             no limit holds while it is away)
   --limits-fail closed      Redis down or slow: answer 503
@@ -112,7 +113,8 @@ pub struct TrafficArgs {
     /// closed answers 503. Counted in gateway_limit_store_errors_total.
     #[arg(long, value_enum, default_value = "open")]
     pub limits_fail: FailMode,
-    /// The most one Redis call may take, in milliseconds (connect, send, reply).
+    /// The most counting one request in Redis may take, in milliseconds
+    /// (connecting, loading the script, the call).
     #[arg(long, default_value_t = 50)]
     pub limits_timeout_ms: u64,
     /// Buckets the local table holds; past it the entries whose time has
@@ -264,7 +266,8 @@ impl Counting {
         Counting { limits: limits.into(), store, fail: args.limits_fail, counters, logged_at: Arc::default() }
     }
 
-    /// The same counting for another serving thread (its own Redis connection).
+    /// The same counting for another serving thread (the same table, or
+    /// Redis connections of its own).
     pub fn for_thread(&self) -> Counting {
         let store = match &self.store {
             Store::Local(table) => Store::Local(Arc::clone(table)),
