@@ -49,7 +49,17 @@ pub struct Metrics {
     /// Connections accepted, and open now.
     pub connections: Connections,
     /// Rate-limit counting: evictions and store errors.
-    pub limits: crate::traffic::LimitCounters,
+    pub limits: LimitCounters,
+}
+
+/// The counters rate-limit counting keeps (`crate::traffic`), registered
+/// on `--metrics` when it is on.
+#[derive(Debug, Clone, Default)]
+pub struct LimitCounters {
+    /// Live buckets the local table evicted to make room.
+    pub evictions: Counter,
+    /// Counts the store could not make (Redis down, slow or refusing).
+    pub store_errors: Counter,
 }
 
 /// What a scrape reads: the names, every thread's shard, the key fetches.
@@ -106,7 +116,7 @@ impl Metrics {
             "Client connections open now",
             connections.open.clone(),
         );
-        let limits = crate::traffic::LimitCounters::default();
+        let limits = LimitCounters::default();
         registry.register(
             "gateway_limit_evictions",
             "Rate-limit buckets evicted from the full in-process table before their time (each starts full again)",

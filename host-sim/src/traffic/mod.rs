@@ -30,7 +30,7 @@ use std::time::Duration;
 use contract::Forward;
 use contract::fields::HostAnswer;
 use contract::limits::{Limit, Verdict};
-use prometheus_client::metrics::counter::Counter;
+pub use crate::metrics::LimitCounters;
 use runtime::Refusal;
 
 use self::redis::RedisStore;
@@ -181,15 +181,6 @@ pub fn for_module(
     }
     let counters = metrics.map(|m| m.limits.clone()).unwrap_or_default();
     Ok(Some(Counting::new(limits, args, counters)))
-}
-
-/// The counters counting keeps (registered on `--metrics` when it is on).
-#[derive(Debug, Clone, Default)]
-pub struct LimitCounters {
-    /// Live buckets the local table evicted to make room.
-    pub evictions: Counter,
-    /// Counts the store could not make (Redis down, slow or refusing).
-    pub store_errors: Counter,
 }
 
 #[derive(Debug)]
