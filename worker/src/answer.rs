@@ -40,7 +40,20 @@ pub struct AnswerContext<'x> {
     pub labels: Labels,
     /// For a 429, the bucket that was spent (`crate::limits`).
     #[cfg(policy_limits)]
-    pub limited: Option<crate::limits::Refusal>,
+    pub limited: Option<Refusal>,
+}
+
+/// Why a forward was replaced: the bucket the host found spent, and when
+/// it has room again.
+#[cfg_attr(not(policy_limits), allow(dead_code))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The limit's index in the config's table.
+    pub limit: u8,
+    /// Seconds until one request passes again (`Retry-After`).
+    pub retry_after: u32,
+    /// Seconds until the bucket is full again (the RateLimit field's `t`).
+    pub reset: u32,
 }
 
 /// Writes the answer to `rejection`; its status is `rejection.status()`.
@@ -82,9 +95,15 @@ pub fn write_rejection(
             out.extend_value(&[b", scope=\"", context.scope.as_bytes(), b"\""])?;
         }
     }
+    // A 429's `Retry-After` and RateLimit fields.
     #[cfg(policy_limits)]
-    if let Some(refusal) = &context.limited {
-        crate::limits::write_refusal_fields(out, refusal, config)?;
+    if let (Some(refusal), Some(limit)) =
+        (&context.limited, context.limited.and_then(|r| config.policy.limits.table.get(usize::from(r.limit))))
+    {
+        out.add_response_field("retry-after", &[])?;
+        out.extend_decimal(refusal.retry_after)?;
+        out.ratelimit_policy_field(limit.name, limit.requests, limit.per_secs)?;
+        out.ratelimit_field(limit.name, 0, refusal.reset)?;
     }
     out.add_response_field("content-type", &[contract::fields::JSON.as_bytes()])?;
     if let (true, Some(origin), Some(cors)) = (cfg!(policy_cors), context.cors, config.policy.cors.as_ref()) {
@@ -96,7 +115,8 @@ pub fn write_rejection(
     }
     #[cfg(policy_limits)]
     if let Some(refusal) = &context.limited {
-        let name = crate::limits::name(refusal, config).as_bytes();
+        let name =
+            config.policy.limits.table.get(usize::from(refusal.limit)).map_or("", |l| l.name).as_bytes();
         return out.extend_value(&[
             b"\"error_description\":\"",
             reason.as_bytes(),

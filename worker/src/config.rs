@@ -140,6 +140,13 @@ impl Dpop<'_> {
     /// No issuer accepts DPoP.
     pub const NONE: Dpop<'static> = Dpop { issuers: &[], replay_limit: 0 };
 
+    /// Whether any issuer accepts DPoP: otherwise the request path reads no
+    /// `Authorization: DPoP` and no `DPoP` field, as a module built without
+    /// DPoP does.
+    pub fn accepted(&self) -> bool {
+        self.issuers.iter().any(|i| i.accept)
+    }
+
     /// What issuer `index` accepts.
     pub fn of(&self, index: usize) -> DpopIssuer {
         self.issuers.get(index).copied().unwrap_or(DpopIssuer::OFF)

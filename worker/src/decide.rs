@@ -145,7 +145,10 @@ fn decide<'x>(
         Access::Token(requirements) => {
             answer_context.scope = requirements.scope_attribute;
             #[cfg(policy_dpop)]
-            let dpop = crate::http::request::dpop(&head, config.max_token_bytes)?;
+            let dpop = match config.policy.dpop.accepted() {
+                true => crate::http::request::dpop(&head, config.max_token_bytes)?,
+                false => None,
+            };
             #[cfg(policy_dpop)]
             let token = match dpop {
                 Some(token) => token,
@@ -205,7 +208,7 @@ fn decide<'x>(
         arena,
     )?;
     #[cfg(policy_limits)]
-    let named = crate::limits::named(&grant, &answer_context.labels, cross_origin.allowed(), config);
+    let named = crate::limits::named(&grant.keyed(), &answer_context.labels, cross_origin.allowed(), config);
     #[cfg(not(policy_limits))]
     let named = Named::NONE;
     Ok((200, named))
@@ -226,6 +229,9 @@ fn prove_binding<'x>(
     now: u64,
     arena: &mut Arena<'x>,
 ) -> Result<Option<crate::jose::dpop::ProofId>, Rejection> {
+    if !config.policy.dpop.accepted() {
+        return Ok(None);
+    }
     let (index, issuer) = verified.issuer;
     let mode = config.policy.dpop.of(index);
     let proof = crate::jose::dpop::proof(head)?;

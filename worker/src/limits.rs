@@ -15,8 +15,9 @@
 
 use contract::{Encoder, Full, Labels};
 
+use crate::answer::Refusal;
 use crate::config::{Config, LimitKey};
-use crate::http::forward::Grant;
+use crate::jose::claims::ClaimValues;
 
 /// The most buckets one forward names: the config allows four limits per
 /// rule, and a DPoP proof adds its replay bucket.
@@ -50,16 +51,18 @@ impl Named {
     };
 }
 
-/// Why a forward was replaced: the bucket the host found spent, and when
-/// it has room again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    /// The limit's index in the config's table.
-    pub limit: u8,
-    /// Seconds until one request passes again (`Retry-After`).
-    pub retry_after: u32,
-    /// Seconds until the bucket is full again (the RateLimit field's `t`).
-    pub reset: u32,
+/// What a forward's buckets are keyed by: its limits, and what the
+/// request path verified (a view of the forward's grant).
+#[derive(Debug, Clone, Copy)]
+pub struct Keyed<'c, 'a> {
+    /// The limits of its rule, by index.
+    pub limits: &'c [u8],
+    /// Its DPoP proof's replay key, when it came with one.
+    pub proof: Option<&'a [u8]>,
+    /// The token's subject.
+    pub subject: Option<&'a str>,
+    /// The claims the policy reads.
+    pub claims: Option<ClaimValues<'a>>,
 }
 
 /// The limits a forward by rule `rule` (none: no rule matched) falls under.
@@ -73,10 +76,10 @@ pub fn of_rule<'c>(config: &Config<'c>, rule: Option<u16>) -> &'c [u8] {
 
 /// What `limited` will need, for a forward whose plan was written.
 #[cfg(policy_limits)]
-pub fn named(grant: &Grant<'_, '_>, labels: &Labels, origin: Option<&str>, config: &Config<'_>) -> Named {
+pub fn named(keyed: &Keyed<'_, '_>, labels: &Labels, origin: Option<&str>, config: &Config<'_>) -> Named {
     let mut limits = [0; MAX_BUCKETS];
     let mut count = 0;
-    for index in replay_limit(grant, config).into_iter().chain(grant.limits.iter().copied()) {
+    for index in replay_limit(keyed, config).into_iter().chain(keyed.limits.iter().copied()) {
         if let Some(slot) = limits.get_mut(count) {
             *slot = index;
             count += 1;
@@ -93,24 +96,24 @@ pub fn named(grant: &Grant<'_, '_>, labels: &Labels, origin: Option<&str>, confi
 }
 
 /// Writes a forward's `=` lines, right after its label line: one bucket
-/// per limit of `grant`, keyed `<name>:<kind>:<value>`.
+/// per limit of `keyed`, keyed `<name>:<kind>:<value>`.
 #[cfg(policy_limits)]
 pub fn write_buckets(
     out: &mut Encoder<'_>,
-    grant: &Grant<'_, '_>,
+    keyed: &Keyed<'_, '_>,
     labels: &Labels,
     peer: &str,
     config: &Config<'_>,
 ) -> Result<(), Full> {
     #[cfg(policy_dpop)]
-    if let (Some(index), Some(proof)) = (replay_limit(grant, config), &grant.proof) {
+    if let (Some(index), Some(proof)) = (replay_limit(keyed, config), keyed.proof) {
         let name = config.policy.limits.table.get(usize::from(index)).map_or("", |l| l.name);
         out.bucket(index)?;
         out.extend_value(&[name.as_bytes(), b":j:"])?;
         out.extend_decimal(u32::from(labels.issuer.unwrap_or(0xff)))?;
         out.extend_value(&[b".", proof])?;
     }
-    for &index in grant.limits {
+    for &index in keyed.limits {
         let Some(limit) = config.policy.limits.table.get(usize::from(index)) else { continue };
         out.bucket(index)?;
         let issuer = labels.issuer.unwrap_or(0xff);
@@ -120,13 +123,13 @@ pub fn write_buckets(
                 out.extend_value(&[b"s:"])?;
                 out.extend_decimal(u32::from(issuer))?;
                 out.extend_value(&[b"."])?;
-                write_encoded(out, grant.subject.unwrap_or("").as_bytes())?;
+                write_encoded(out, keyed.subject.unwrap_or("").as_bytes())?;
             }
             LimitKey::Claim(claim) => {
                 out.extend_value(&[b"c:"])?;
                 out.extend_decimal(u32::from(issuer))?;
                 out.extend_value(&[b"."])?;
-                let value = grant.claims.and_then(|claims| claims.get(claim)).unwrap_or_default();
+                let value = keyed.claims.and_then(|claims| claims.get(claim)).unwrap_or_default();
                 let unquoted = match value {
                     [b'"', inner @ .., b'"'] => inner,
                     other => other,
@@ -151,12 +154,12 @@ pub fn write_buckets(
 /// The `dpop-proofs` limit, when the forward's token came with a DPoP
 /// proof: its bucket comes first, so a replayed proof spends no budget.
 #[cfg(policy_limits)]
-fn replay_limit(grant: &Grant<'_, '_>, config: &Config<'_>) -> Option<u8> {
+fn replay_limit(keyed: &Keyed<'_, '_>, config: &Config<'_>) -> Option<u8> {
     #[cfg(policy_dpop)]
-    if grant.proof.is_some() {
+    if keyed.proof.is_some() {
         return Some(config.policy.dpop.replay_limit);
     }
-    let _ = (grant, config);
+    let _ = (keyed, config);
     None
 }
 
@@ -166,47 +169,15 @@ fn replay_limit(grant: &Grant<'_, '_>, config: &Config<'_>) -> Option<u8> {
 #[cfg(policy_limits)]
 pub fn write_policy_fields(
     out: &mut Encoder<'_>,
-    grant: &Grant<'_, '_>,
+    keyed: &Keyed<'_, '_>,
     config: &Config<'_>,
 ) -> Result<(), Full> {
-    for &index in grant.limits {
-        if config.policy.limits.table.get(usize::from(index)).is_some_and(|l| l.fields) {
-            write_policy(out, index, config)?;
+    for &index in keyed.limits {
+        if let Some(limit) = config.policy.limits.table.get(usize::from(index)).filter(|l| l.fields) {
+            out.ratelimit_policy_field(limit.name, limit.requests, limit.per_secs)?;
         }
     }
     Ok(())
-}
-
-/// `ratelimit-policy: "<name>";q=<requests>;w=<per_secs>`.
-fn write_policy(out: &mut Encoder<'_>, index: u8, config: &Config<'_>) -> Result<(), Full> {
-    let Some(limit) = config.policy.limits.table.get(usize::from(index)) else { return Ok(()) };
-    out.add_response_field(
-        contract::limits::fields::RATELIMIT_POLICY,
-        &[b"\"", limit.name.as_bytes(), b"\";q="],
-    )?;
-    out.extend_decimal(limit.requests)?;
-    out.extend_value(&[b";w="])?;
-    out.extend_decimal(limit.per_secs)
-}
-
-/// The fields of a 429 (`Retry-After`, `RateLimit-Policy`, `RateLimit`),
-/// written by the answer writer among the answer's fields.
-pub fn write_refusal_fields(
-    out: &mut Encoder<'_>,
-    refusal: &Refusal,
-    config: &Config<'_>,
-) -> Result<(), Full> {
-    out.add_response_field("retry-after", &[])?;
-    out.extend_decimal(refusal.retry_after)?;
-    write_policy(out, refusal.limit, config)?;
-    let name = config.policy.limits.table.get(usize::from(refusal.limit)).map_or("", |l| l.name);
-    out.add_response_field(contract::limits::fields::RATELIMIT, &[b"\"", name.as_bytes(), b"\";r=0;t="])?;
-    out.extend_decimal(refusal.reset)
-}
-
-/// The name of the limit a refusal names, for the answer's body.
-pub fn name<'c>(refusal: &Refusal, config: &Config<'c>) -> &'c str {
-    config.policy.limits.table.get(usize::from(refusal.limit)).map_or("", |l| l.name)
 }
 
 /// Writes the 429 that replaces the forward `named` described, for its

@@ -127,6 +127,22 @@ impl<'c, 'a> Grant<'c, 'a> {
     }
 }
 
+#[cfg(policy_limits)]
+impl<'c, 'a> Grant<'c, 'a> {
+    /// What its rate-limit buckets are keyed by (`crate::limits`).
+    pub fn keyed(&self) -> crate::limits::Keyed<'c, '_> {
+        crate::limits::Keyed {
+            limits: self.limits,
+            #[cfg(policy_dpop)]
+            proof: self.proof.as_ref().map(|p| &p[..]),
+            #[cfg(not(policy_dpop))]
+            proof: None,
+            subject: self.subject,
+            claims: self.claims,
+        }
+    }
+}
+
 /// Writes the forward plan for an accepted request.
 #[allow(clippy::too_many_arguments)] // the phases' results, each needed once
 pub fn write_plan(
@@ -144,7 +160,7 @@ pub fn write_plan(
     out.forward(route.origin, &[route.base_path.as_bytes(), target.path_and_query])?;
     out.labels(labels)?;
     #[cfg(policy_limits)]
-    crate::limits::write_buckets(out, grant, labels, context.peer, config)?;
+    crate::limits::write_buckets(out, &grant.keyed(), labels, context.peer, config)?;
     for (i, field) in head.fields.iter().enumerate() {
         let seen_before = head.fields[..i].iter().any(|f| f.name.eq_ignore_ascii_case(field.name));
         if !seen_before && is_dropped(field.name.as_bytes(), head, config) {
@@ -176,7 +192,7 @@ pub fn write_plan(
         cors::write_response_fields(out, origin, cors)?;
     }
     #[cfg(policy_limits)]
-    crate::limits::write_policy_fields(out, grant, config)?;
+    crate::limits::write_policy_fields(out, &grant.keyed(), config)?;
     Ok(())
 }
 
@@ -291,7 +307,7 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
         || connection_options(head).any(|option| canonical_eq(name, option))
         || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
         // A DPoP proof is the client's to the gateway: never forwarded.
-        || (cfg!(policy_dpop) && canonical_eq(name, b"dpop"))
+        || (cfg!(policy_dpop) && config.policy.dpop.accepted() && canonical_eq(name, b"dpop"))
 }
 
 /// True when `name` is a field the config makes the gateway's own: a claim
