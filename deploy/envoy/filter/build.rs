@@ -9,7 +9,10 @@
 //! `worker/build.rs`, which stops the build with the reason. And
 //! `cfg(limits)` when the config has rate limits: the filter hands each
 //! forward's buckets to Envoy's `local_ratelimit` and, on the response
-//! path, turns its refusal into the module's 429 (`src/limits.rs`).
+//! path, turns its refusal into the module's 429 (`src/limits.rs`). And
+//! `cfg(counting)` unless the feature `uncounted` compiles the counting
+//! out (`src/metrics.rs`); `cfg(ticks)` when the build counts or fetches
+//! keys: the root context's `proxy_on_configure` and `proxy_on_tick`.
 
 use std::path::PathBuf;
 
@@ -17,6 +20,8 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(runtime_keys)");
     println!("cargo::rustc-check-cfg=cfg(response_edits)");
     println!("cargo::rustc-check-cfg=cfg(limits)");
+    println!("cargo::rustc-check-cfg=cfg(counting)");
+    println!("cargo::rustc-check-cfg=cfg(ticks)");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let (cfgs, runtime_keys) = gateway_config::embedded_core_cfgs(&manifest.join("../../.."));
     if runtime_keys {
@@ -31,5 +36,15 @@ fn main() {
     }
     if cfgs.contains(&"policy_limits") {
         println!("cargo:rustc-cfg=limits");
+    }
+    // Every build counts, but the one that measures what counting costs
+    // (feature `uncounted`); a build that counts, or fetches keys, has the
+    // root context's ticks.
+    let counting = std::env::var_os("CARGO_FEATURE_UNCOUNTED").is_none();
+    if counting {
+        println!("cargo:rustc-cfg=counting");
+    }
+    if counting || runtime_keys {
+        println!("cargo:rustc-cfg=ticks");
     }
 }

@@ -152,13 +152,22 @@ describe("rate limits counted by Envoy's local_ratelimit", { concurrency: false 
   });
 
   test("refusals are counted as rate_limited, and in Envoy's own local_ratelimit stats", async () => {
-    const res = await fetch(`http://127.0.0.1:${envoy.adminPort}/stats?format=json`, { signal: AbortSignal.timeout(10000) });
-    const stats = Object.fromEntries((await res.json()).stats.filter((s) => "name" in s).map((s) => [s.name, s.value]));
+    const read = async () => {
+      const res = await fetch(`http://127.0.0.1:${envoy.adminPort}/stats?format=json`, { signal: AbortSignal.timeout(10000) });
+      return Object.fromEntries((await res.json()).stats.filter((s) => "name" in s).map((s) => [s.name, s.value]));
+    };
+    let stats = await read();
     const decisions = (outcome, route) =>
       Object.entries(stats)
         .filter(([name]) => name.startsWith("wasmcustom.gateway_decisions_total") && name.includes(`;outcome=${outcome};`))
         .filter(([name]) => route === undefined || name.includes(`;route=${route};`))
         .reduce((sum, [, v]) => sum + v, 0);
+    // The filter hands its counts to Envoy on a tick (at most 1 s after a
+    // request): read the stats again (bounded) until the refusals are there.
+    for (let i = 0; i < 100 && decisions("rate_limited") < 5; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      stats = await read();
+    }
     assert.equal(decisions("rate_limited"), 5, JSON.stringify(stats, null, 1));
     assert.equal(decisions("rate_limited", "orders"), 4);
     assert.equal(stats["gateway_limit_per-user.http_local_rate_limit.rate_limited"], 2);

@@ -31,16 +31,22 @@
 //!   `ContextBase::onDelete` calls it only when exported.
 //! - `proxy_on_response_headers`: likewise, for the edits and for a rate
 //!   limit's refusal (`limits`).
-//! - `proxy_on_vm_start`, `proxy_on_configure`, `proxy_on_tick`,
-//!   `proxy_on_http_call_response`: only with `cfg(runtime_keys)`;
-//!   without them `onStart` and `onConfigure` succeed without a call.
+//! - `proxy_on_configure`, `proxy_on_tick`: with `cfg(ticks)`, every
+//!   build but the `uncounted` one without key fetching: the root context
+//!   asks for ticks when configured, and each tick hands Envoy the counts
+//!   (`metrics`) and starts the key fetches that are due (`keys`). Envoy
+//!   runs a root context per worker VM, each with its own timer.
+//! - `proxy_on_vm_start`, `proxy_on_http_call_response`: only with
+//!   `cfg(runtime_keys)`; without them `onStart` succeeds without a call,
+//!   as `onConfigure` does in a build without ticks.
 //! - `_initialize`: not exported: nothing needs running before the first
 //!   callback (the thread-locals have const initializers), and
 //!   `WasmBase::getFunctions` looks it up as optional (`src/wasm.cc`).
 //!
 //! So a request through a build whose config changes no response is one
 //! call into the VM (`proxy_on_request_headers`, plus Envoy's allocations
-//! for the buffers it hands over).
+//! for the buffers it hands over), and being counted costs it no host
+//! call: the counts reach Envoy on the ticks.
 // SAFETY: no unsafe block; `no_mangle` is unsafe only because two symbols
 // of one name would clash, and these are proxy-wasm's names, defined
 // nowhere else in the module (no SDK is linked).
@@ -82,19 +88,35 @@ pub extern "C" fn proxy_on_vm_start(root_context_id: u32, _vm_configuration_size
     u32::from(crate::keys::on_vm_start(root_context_id))
 }
 
-/// A root context's configuration: the key clusters. 1 is success; 0 makes
-/// Envoy refuse the configuration.
-#[cfg(runtime_keys)]
+/// A root context's configuration: the key clusters, and the ticks. 1 is
+/// success; 0 makes Envoy refuse the configuration.
+#[cfg(ticks)]
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_configure(root_context_id: u32, _plugin_configuration_size: usize) -> u32 {
-    u32::from(crate::keys::on_configure(root_context_id))
+    // The key fetcher asks for its own, shorter ticks, which hand over the
+    // counts too.
+    #[cfg(runtime_keys)]
+    let configured = crate::keys::on_configure(root_context_id);
+    #[cfg(not(runtime_keys))]
+    let configured = {
+        let _ = root_context_id;
+        crate::metrics::start_ticks();
+        true
+    };
+    u32::from(configured)
 }
 
-/// A root context's tick: the key fetches that are due.
-#[cfg(runtime_keys)]
+/// A root context's tick: the key fetches that are due, then the counts
+/// since the last tick, handed to Envoy.
+#[cfg(ticks)]
 #[unsafe(no_mangle)]
 pub extern "C" fn proxy_on_tick(root_context_id: u32) {
+    #[cfg(runtime_keys)]
     crate::keys::on_tick(root_context_id);
+    #[cfg(not(runtime_keys))]
+    let _ = root_context_id;
+    #[cfg(counting)]
+    crate::metrics::hand_over();
 }
 
 /// The answer to a key fetch the root context started.

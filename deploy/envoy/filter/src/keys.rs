@@ -28,6 +28,7 @@ use crate::raw::{self, LogLevel};
 /// How often (milliseconds) the root context asks the core which rounds
 /// start, the ones decisions asked for included: the most an asked-for
 /// fetch waits to start.
+/// Each of these ticks hands Envoy the counts too (`metrics`).
 const TICK_MS: u32 = 100;
 
 /// How long past a fetch's timeout a call Envoy never answered is given up:

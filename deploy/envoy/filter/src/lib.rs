@@ -9,7 +9,7 @@
 //! | [`input`] | the context line and the request head, from Envoy's serialized header map into the core's input buffer |
 //! | [`decision`] | the core's decision, read with the contract's decoder: an answer or a forward |
 //! | [`limits`] | rate limits counted by Envoy's `local_ratelimit`: a bucket per request field, its refusal turned into the module's 429 |
-//! | [`metrics`] | what the filter counts in Envoy's stats: decisions by outcome, rule, route and issuer, `jwt_authn`'s counters, key fetches per issuer |
+//! | [`metrics`] | what the filter counts in Envoy's stats: decisions by outcome, rule, route and issuer, `jwt_authn`'s counters, key fetches per issuer; counted in the VM's memory, handed to Envoy on the root context's ticks |
 //! | [`fetch`] | a key fetch through Envoy: the cluster for a URL, what a response amounts to, the log line |
 //! | `callbacks` (wasm32 only) | the proxy-wasm ABI 0.2.1 callbacks Envoy calls, without an SDK: only those the build uses are exported |
 //! | `raw` (wasm32 only) | the host calls without an SDK: the header map and properties without copies, a fetch's answer without panics; the allocator Envoy writes them with |

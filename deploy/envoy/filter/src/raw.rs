@@ -44,13 +44,13 @@ const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
 
 /// A proxy-wasm metric's kind (`MetricType`).
+#[cfg(counting)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MetricType {
     /// Only ever grows.
     Counter = 0,
     /// Set to a value.
-    #[cfg(runtime_keys)]
     Gauge = 1,
 }
 
@@ -98,14 +98,16 @@ pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
 
 unsafe extern "C" {
     fn proxy_log(level: u32, message_data: *const u8, message_size: usize) -> u32;
+    #[cfg(counting)]
     fn proxy_define_metric(
         metric_type: u32,
         name_data: *const u8,
         name_size: usize,
         return_id: *mut u32,
     ) -> u32;
+    #[cfg(counting)]
     fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
-    #[cfg(runtime_keys)]
+    #[cfg(counting)]
     fn proxy_record_metric(metric_id: u32, value: u64) -> u32;
     fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
     fn proxy_get_header_map_pairs(map_type: u32, return_data: *mut *mut u8, return_size: *mut usize) -> u32;
@@ -157,7 +159,7 @@ unsafe extern "C" {
         return_data: *mut *mut u8,
         return_size: *mut usize,
     ) -> u32;
-    #[cfg(runtime_keys)]
+    #[cfg(ticks)]
     fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     #[cfg(runtime_keys)]
     fn proxy_http_call(
@@ -327,6 +329,7 @@ pub fn log(level: LogLevel, line: &str) {
 /// Defines metric `name` of `kind` in Envoy's stats (as
 /// `wasmcustom.<name>`): its id. Defining a name again gives the same
 /// metric.
+#[cfg(counting)]
 pub fn define_metric(kind: MetricType, name: &str) -> Result<u32, u32> {
     let mut id = 0u32;
     // SAFETY: the name is live for the call; Envoy copies it; the
@@ -336,20 +339,21 @@ pub fn define_metric(kind: MetricType, name: &str) -> Result<u32, u32> {
 }
 
 /// Adds `offset` to metric `id`.
+#[cfg(counting)]
 pub fn increment_metric(id: u32, offset: i64) -> Result<(), u32> {
     // SAFETY: no pointers.
     status(unsafe { proxy_increment_metric(id, offset) })
 }
 
 /// Sets gauge `id` to `value`.
-#[cfg(runtime_keys)]
+#[cfg(counting)]
 pub fn record_metric(id: u32, value: u64) -> Result<(), u32> {
     // SAFETY: no pointers.
     status(unsafe { proxy_record_metric(id, value) })
 }
 
 /// Asks Envoy to call the root context's tick every `period_ms`.
-#[cfg(runtime_keys)]
+#[cfg(ticks)]
 pub fn set_tick_period(period_ms: u32) -> Result<(), u32> {
     // SAFETY: no pointers.
     status(unsafe { proxy_set_tick_period_milliseconds(period_ms) })
