@@ -147,6 +147,29 @@ pub mod fields {
 }
 
 impl crate::Encoder<'_> {
+    /// Adds `ratelimit-policy: "<name>";q=<requests>;w=<per_secs>` to the
+    /// response fields.
+    pub fn ratelimit_policy_field(
+        &mut self,
+        name: &str,
+        requests: u32,
+        per_secs: u32,
+    ) -> Result<(), crate::Full> {
+        self.add_response_field(fields::RATELIMIT_POLICY, &[b"\"", name.as_bytes(), b"\";q="])?;
+        self.extend_decimal(requests)?;
+        self.extend_value(&[b";w="])?;
+        self.extend_decimal(per_secs)
+    }
+
+    /// Adds `ratelimit: "<name>";r=<remaining>;t=<reset>` to the response
+    /// fields.
+    pub fn ratelimit_field(&mut self, name: &str, remaining: u32, reset: u32) -> Result<(), crate::Full> {
+        self.add_response_field(fields::RATELIMIT, &[b"\"", name.as_bytes(), b"\";r="])?;
+        self.extend_decimal(remaining)?;
+        self.extend_value(&[b";t="])?;
+        self.extend_decimal(reset)
+    }
+
     /// One `limit` line of the label table, after a separator unless `first`.
     pub fn limit_line(&mut self, first: bool, limit: &Limit<'_>) -> Result<(), crate::Full> {
         let separator: &[u8] = if first { b"" } else { b"\n" };
