@@ -29,6 +29,7 @@ import net from "node:net";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { isDeepStrictEqual } from "node:util";
 import { FIXTURE_WASM, HOST_SIM, ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
 import { FIXTURE_CONFIG, FIXTURE_ENVOY_WASM, envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
 import { parseExposition } from "../metrics/exposition.mjs";
@@ -290,7 +291,15 @@ for (const module of MODULES) {
 
         if (host.name !== "workerd") {
           test("its scrape counts each decision by outcome, rule, route and issuer", async () => {
-            const samples = parseExposition(await (await fetch(gateway.scrape)).text());
+            // The Envoy filter hands its counts to Envoy on a tick (at most
+            // 1 s after a request): scrape again (bounded) until every
+            // decision is there, then read that scrape.
+            const scrape = async () => parseExposition(await (await fetch(gateway.scrape)).text());
+            let samples = await scrape();
+            for (let i = 0; i < 100 && !isDeepStrictEqual(tallyScrape(samples), expected); i++) {
+              await new Promise((r) => setTimeout(r, 50));
+              samples = await scrape();
+            }
             assert.deepEqual(tallyScrape(samples), expected);
             const allowed = decided.filter((d) => ["forwarded", "public"].includes(d.labels.outcome)).length;
             const preflights = decided.filter((d) => d.labels.outcome === "preflight").length;
