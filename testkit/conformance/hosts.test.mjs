@@ -446,18 +446,26 @@ for (const [name, host, start, corpus = (cases) => cases] of HOSTS) {
 // changes responses: CORS). The policy corpus's CORS cases need them; the
 // forwarding corpus runs without them, and the recorder's own CORS fields
 // come back untouched: one call into the VM per request, with nothing kept
-// per stream.
+// per stream (the tick, once a second, hands Envoy the counts).
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
   test("the Envoy filter has stream callbacks beside the request's exactly when its config changes responses", () => {
     const callbacks = (path) =>
       WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(path)))
         .map((e) => e.name)
         .filter((name) => name.startsWith("proxy_on_"));
-    assert.deepEqual(callbacks(MODULES.forwarding.envoy.wasm), ["proxy_on_request_headers"]);
+    // Beside them, every counting build has the root context's configure
+    // and tick: the counts go to Envoy on the tick, not per request.
+    assert.deepEqual(callbacks(MODULES.forwarding.envoy.wasm).sort(), [
+      "proxy_on_configure",
+      "proxy_on_request_headers",
+      "proxy_on_tick",
+    ]);
     assert.deepEqual(callbacks(MODULES.policies.envoy.wasm).sort(), [
+      "proxy_on_configure",
       "proxy_on_delete",
       "proxy_on_request_headers",
       "proxy_on_response_headers",
+      "proxy_on_tick",
     ]);
   });
 }
