@@ -10,11 +10,12 @@ use contract::fields::HostAnswer;
 use contract::outcome::Labels;
 
 use crate::UPSTREAM_HEADER;
-use crate::decision::{self, Answer, Decision, Forward, Operation};
+use crate::decision::{self, Decision, Forward, Operation};
 use crate::input::{self, HeaderMap, Scheme};
 use crate::instance::INSTANCE;
 use crate::metrics;
 use crate::raw::{self, Action, LogLevel};
+use crate::reply::{answer_with, host_answer};
 
 /// Why a request could not be decided or carried out.
 #[derive(Debug, thiserror::Error)]
@@ -231,20 +232,4 @@ fn apply_forward(context_id: u32, forward: &Forward<'_>, path: Option<&[u8]>) ->
     // every change this filter makes to the request's fields, so the
     // router chooses again with the new header.
     Ok(Action::Continue)
-}
-
-/// Sends the answer from Envoy, with exactly its fields and body; the
-/// request goes no further. An error is Envoy's status code.
-pub(crate) fn answer_with(answer: &Answer<'_>) -> Result<Action, u32> {
-    let fields: Vec<(&str, &str)> = answer.fields().collect();
-    raw::send_local_response(u32::from(answer.status), &fields, answer.body.as_bytes())?;
-    Ok(Action::Pause)
-}
-
-/// Sends one of the answers a host makes itself. An error is Envoy's
-/// status code.
-pub(crate) fn host_answer(answer: HostAnswer) -> Result<Action, u32> {
-    let fields = [("content-type", contract::fields::JSON)];
-    raw::send_local_response(u32::from(answer.status()), &fields, answer.body().as_bytes())?;
-    Ok(Action::Pause)
 }

@@ -14,6 +14,7 @@
 //! | `callbacks` (wasm32 only) | the proxy-wasm ABI 0.2.1 callbacks Envoy calls, without an SDK: only those the build uses are exported |
 //! | `raw` (wasm32 only) | the host calls without an SDK: the header map and properties without copies, a fetch's answer without panics; the allocator Envoy writes them with |
 //! | `filter` (wasm32 only) | a request's decision carried out: header edits or a local reply; a forward's response edits, kept per stream only when the config has CORS or rate limits |
+//! | `reply` (wasm32 only) | the local replies: the module's answer as it is, and the host's own answers |
 //! | `keys` (wasm32, a config that fetches keys) | the root context's fetches: `dispatch_http_call` out, the documents into the core |
 //! | `instance` (wasm32 only) | the VM's one core instance, for both |
 //!
@@ -40,6 +41,8 @@ mod instance;
 mod keys;
 #[cfg(target_arch = "wasm32")]
 mod raw;
+#[cfg(target_arch = "wasm32")]
+mod reply;
 
 /// The request header the filter sets to the forward's origin; the rendered
 /// route table matches it exactly to pick the origin's cluster, and removes

@@ -159,7 +159,7 @@ mod refusal {
         Some(answer_refusal(&kept, limit).unwrap_or_else(|e| {
             raw::log(LogLevel::Error, &format!("gateway: rate limit refusal: {e}"));
             metrics::count_decision(&Labels::of(HostAnswer::ModuleFailed.outcome()));
-            crate::filter::host_answer(HostAnswer::ModuleFailed)
+            crate::reply::host_answer(HostAnswer::ModuleFailed)
                 .unwrap_or_else(|e| panic!("gateway: cannot answer 500: {e}"))
         }))
     }
@@ -203,7 +203,7 @@ mod refusal {
                 return Err(RefusalError::NotLimited(status));
             }
             metrics::count_decision(&answer.labels);
-            Ok(crate::filter::answer_with(&answer)?)
+            Ok(crate::reply::answer_with(&answer)?)
         })
     }
 }
