@@ -110,6 +110,19 @@ fn parse_at(buf: &[u8], depth: usize) -> Result<Option<(Reply, usize)>, &'static
     }
 }
 
+/// The first whole reply in `buf`, taken out of it; `None` until one has
+/// arrived whole.
+fn take_reply(buf: &mut Vec<u8>, addr: SocketAddr) -> Result<Option<Reply>, RespError> {
+    match parse(buf) {
+        Err(what) => Err(RespError::Protocol { addr, what }),
+        Ok(Some((reply, used))) => {
+            buf.drain(..used);
+            Ok(Some(reply))
+        }
+        Ok(None) => Ok(None),
+    }
+}
+
 /// One blocking connection to a Redis server (for `eval`'s tools and the tests).
 #[derive(Debug)]
 pub struct Connection {
@@ -137,13 +150,8 @@ impl Connection {
         self.stream.write_all(&command(args)).map_err(io)?;
         let mut chunk = [0u8; 4096];
         loop {
-            match parse(&self.buf) {
-                Err(what) => return Err(RespError::Protocol { addr, what }),
-                Ok(Some((reply, used))) => {
-                    self.buf.drain(..used);
-                    return Ok(reply);
-                }
-                Ok(None) => {}
+            if let Some(reply) = take_reply(&mut self.buf, addr)? {
+                return Ok(reply);
             }
             self.stream.set_read_timeout(Some(left(deadline).map_err(io)?)).map_err(io)?;
             match self.stream.read(&mut chunk).map_err(io)? {
@@ -194,13 +202,8 @@ impl AsyncConnection {
         let io = |source| RespError::Io { addr, source };
         self.stream.write_all(&command(args)).await.map_err(io)?;
         loop {
-            match parse(&self.buf) {
-                Err(what) => return Err(RespError::Protocol { addr, what }),
-                Ok(Some((reply, used))) => {
-                    self.buf.drain(..used);
-                    return Ok(reply);
-                }
-                Ok(None) => {}
+            if let Some(reply) = take_reply(&mut self.buf, addr)? {
+                return Ok(reply);
             }
             if self.stream.read_buf(&mut self.buf).await.map_err(io)? == 0 {
                 return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
