@@ -27,10 +27,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+pub use crate::metrics::LimitCounters;
 use contract::Forward;
 use contract::fields::HostAnswer;
 use contract::limits::{Limit, Verdict};
-pub use crate::metrics::LimitCounters;
 use runtime::Refusal;
 
 use self::redis::RedisStore;
