@@ -25,6 +25,9 @@ const MAX_REQUESTS: u32 = 1_000_000;
 /// The longest period: a year, as Kong's rate-limiting plugin allows.
 const MAX_PER_SECS: u32 = 365 * 86_400;
 
+/// The longest a full burst may take to earn back: a century.
+const MAX_REFILL_SECS: u64 = 100 * 365 * 86_400;
+
 /// The limits, in the form the worker reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LimitsConfig {
@@ -173,6 +176,20 @@ fn limit(entry: &str, raw: RawLimit, claims: &mut ClaimNames) -> Result<LimitCon
         Some(burst) => bounded("burst", burst, MAX_REQUESTS)?,
         None => requests,
     };
+    // A full burst takes `burst * per_secs / requests` to earn back. Past a
+    // century it is no limit anyone means, and past 2^53 µs (285 years) the
+    // hosts that count in floating point (Redis's Lua, JavaScript) would
+    // no longer count it exactly.
+    let refill_secs = u64::from(burst) * u64::from(per_secs) / u64::from(requests);
+    if refill_secs > MAX_REFILL_SECS {
+        return Err(invalid(
+            entry,
+            format!(
+                "a burst of {burst} at {requests} per {per_secs} s takes {} years to earn back; at most a century (lower burst or per_secs)",
+                refill_secs / (365 * 86_400)
+            ),
+        ));
+    }
     let by = match raw.by.as_str() {
         "subject" => LimitKeyConfig::Subject,
         "client_address" => LimitKeyConfig::ClientAddress,

@@ -66,6 +66,7 @@ fn what_cannot_work_is_refused_in_one_line() {
         ("default_limits = [\"x\"]\n[[limits]]\nname = \"x\"\nrequests = 1\nper_secs = 99999999\nby = \"route\"\n".into(), "per_secs 99999999 must be from 1 to 31536000"),
         ("default_limits = [\"x\"]\n[[limits]]\nname = \"x\"\nrequests = 1\nper_secs = 1\nburst = 0\nby = \"route\"\n".into(), "burst 0 must be from 1"),
         ("default_limits = [\"x\"]\n[[limits]]\nname = \"x\"\nrequests = 1\nper_secs = 1\nby = \"header:x-user\"\n".into(), "must be \"subject\", \"claim:NAME\", \"client_address\" or \"route\""),
+        ("default_limits = [\"x\"]\n[[limits]]\nname = \"x\"\nrequests = 1\nper_secs = 31536000\nburst = 1000\nby = \"route\"\n".into(), "takes 1000 years to earn back; at most a century"),
         ("default_limits = [\"X Y\"]\n[[limits]]\nname = \"X Y\"\nrequests = 1\nper_secs = 1\nby = \"route\"\n".into(), "lower-case letters, digits"),
     ] {
         let error = refused(&extra);
