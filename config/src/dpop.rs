@@ -93,3 +93,47 @@ pub(crate) fn add_replay_limit(
     });
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    const ISSUER: &str = "[[issuers]]\niss = \"https://a.test\"\nkeys = [{ kid = \"k\", demo = \"0123456789abcdef0123456789abcdef\" }]\n";
+    const ROUTE: &str = "[[routes]]\naud = \"orders\"\nupstream = \"http://127.0.0.1:1\"\n";
+
+    fn parse(top: &str, issuer: &str) -> Result<crate::GatewayConfig, String> {
+        let text = format!("{top}\n{ISSUER}{issuer}\n{ROUTE}");
+        crate::parse(&text, Path::new("gw.toml"), &|_| None).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_issuer_that_takes_dpop_adds_the_replay_limit() {
+        let config = parse(
+            "dpop_thumbprint_header = \"x-gateway-dpop-jkt\"",
+            "dpop = \"require\"\ndpop_window_secs = 30",
+        )
+        .expect("valid");
+        let dpop = config.issuers[0].dpop.expect("dpop");
+        assert!(dpop.required && dpop.window_secs == 30);
+        let replay = config.policy.limits.table.last().expect("the replay limit");
+        assert_eq!(
+            (replay.name.as_str(), replay.requests, replay.burst, replay.per_secs),
+            (super::REPLAY_LIMIT, 1, 1, 30 + 2 * 30)
+        );
+        assert_eq!(config.policy.dpop_thumbprint_header.as_deref(), Some("x-gateway-dpop-jkt"));
+    }
+
+    #[test]
+    fn what_cannot_work_is_refused_in_one_line() {
+        for (top, issuer, why) in [
+            ("", "dpop = \"maybe\"", "must be \"accept\" or \"require\""),
+            ("", "dpop_window_secs = 30", "is set without dpop"),
+            ("", "dpop = \"accept\"\ndpop_window_secs = 0", "must be from 1 to 600"),
+            ("dpop_thumbprint_header = \"x-gateway-jkt\"", "", "no issuer accepts DPoP"),
+            ("dpop_thumbprint_header = \"authorization\"", "dpop = \"accept\"", "sets itself"),
+        ] {
+            let error = parse(top, issuer).expect_err(why);
+            assert!(error.contains(why) && error.lines().count() == 1, "{error}");
+        }
+    }
+}

@@ -299,10 +299,17 @@ pub fn parse(
         upstreams: raw.upstreams,
         limits: raw.limits,
         default_limits: raw.default_limits,
+        dpop_thumbprint_header: raw.dpop_thumbprint_header,
     };
     let iss: Vec<Option<&str>> = issuers.iter().map(|i| i.iss.as_deref()).collect();
     let (mut policy, policy_warnings) = policy::read(policy_input, &routes, &iss).map_err(fail)?;
     dpop::add_replay_limit(&issuers, &mut policy.limits).map_err(fail)?;
+    if policy.dpop_thumbprint_header.is_some() && issuers.iter().all(|i| i.dpop.is_none()) {
+        return Err(fail(ConfigErrorKind::Invalid {
+            entry: "dpop_thumbprint_header".into(),
+            why: "is set, but no issuer accepts DPoP (dpop = \"accept\" or \"require\")".into(),
+        }));
+    }
     let warnings = key_warnings.into_iter().chain(policy_warnings).collect();
     Ok(GatewayConfig {
         realm: raw.realm,

@@ -24,6 +24,7 @@ pub(crate) struct Input {
     pub upstreams: Option<RawUpstreams>,
     pub limits: Vec<RawLimit>,
     pub default_limits: Option<Vec<String>>,
+    pub dpop_thumbprint_header: Option<String>,
 }
 
 /// The policies, in the form the worker reads.
@@ -47,6 +48,9 @@ pub struct PolicyConfig {
     pub readings: ReadingsConfig,
     /// Rate limits and the requests they apply to.
     pub limits: LimitsConfig,
+    /// The header that carries a DPoP proof's key thumbprint upstream,
+    /// when configured.
+    pub dpop_thumbprint_header: Option<String>,
 }
 
 /// The readings of a request the rules must hold for (`[upstreams]`): each
@@ -319,6 +323,13 @@ pub(crate) fn read(
         Some(name) => Some(header_name("payload_header", &name, &taken)?),
         None => None,
     };
+    if let Some(name) = &payload_header {
+        taken.push(name.clone());
+    }
+    let dpop_thumbprint_header = match input.dpop_thumbprint_header {
+        Some(name) => Some(header_name("dpop_thumbprint_header", &name, &taken)?),
+        None => None,
+    };
     let cors = input.cors.map(|raw| cors::cors(raw, routes)).transpose()?;
     if let Some(route) = cors.as_ref().and_then(|c| c.unmatched_preflight_route) {
         cors::check_unmatched_preflight(route, &rules, routes)?;
@@ -333,6 +344,7 @@ pub(crate) fn read(
         payload_header,
         readings,
         limits,
+        dpop_thumbprint_header,
     };
     Ok((policy, warnings))
 }

@@ -62,6 +62,7 @@ pub(crate) struct RawConfig {
     pub default_limits: Option<Vec<String>>,
     pub dpop: Option<String>,
     pub dpop_window_secs: Option<u32>,
+    pub dpop_thumbprint_header: Option<String>,
 }
 
 /// `[[limits]]`: one rate limit.

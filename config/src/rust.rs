@@ -209,7 +209,11 @@ fn dpop_rust(config: &GatewayConfig) -> String {
         .collect();
     let replay =
         config.policy.limits.table.iter().position(|l| l.name == crate::dpop::REPLAY_LIMIT).unwrap_or(0);
-    format!("Dpop {{ issuers: &[{}], replay_limit: {replay} }}", issuers.join(", "))
+    format!(
+        "Dpop {{ issuers: &[{}], replay_limit: {replay}, thumbprint_header: {:?} }}",
+        issuers.join(", "),
+        config.policy.dpop_thumbprint_header.as_deref()
+    )
 }
 
 fn limits_rust(limits: &crate::policy::LimitsConfig) -> String {

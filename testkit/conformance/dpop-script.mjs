@@ -139,6 +139,12 @@ export async function runDpopScript(port, recorder, differences = {}) {
     assert.equal(upstream.headers.dpop, undefined, `${what}: the proof never travels upstream`);
     assert.equal(upstream.headers.authorization, undefined, `${what}: the token never travels upstream`);
     assert.equal(upstream.headers["x-gateway-subject"], sub, what);
+    // The key the request proved travels in the header the fixture names
+    // (dpop_thumbprint_header); a client's own spelling of it never does.
+    const [, credentials] = fields.find(([name]) => name.toLowerCase() === "authorization");
+    const claims = JSON.parse(Buffer.from(credentials.split(" ")[1].split(".")[1], "base64url").toString());
+    assert.equal(upstream.headers["x-gateway-dpop-jkt"], claims.cnf.jkt, `${what}: the proved key's thumbprint`);
+    assert.equal(upstream.headers["x_gateway_dpop_jkt"], undefined, what);
     return res;
   };
 
@@ -173,7 +179,8 @@ export async function runDpopScript(port, recorder, differences = {}) {
     const sub = `${key.alg.toLowerCase()}-${run}`;
     const token = dpopToken({ sub, cnf: { jkt: key.jkt } });
     const p = proof(key, { htm: "GET", htu, token });
-    await forwarded(dpop(token, p), sub, `${key.alg}: a valid proof`);
+    const forged = [["X-Gateway-DPoP-JKT", "forged"], ["X_Gateway_DPoP_JKT", "forged"]];
+    await forwarded([...dpop(token, p), ...forged], sub, `${key.alg}: a valid proof`);
     await refused(dpop(token, p), proofRefusal("DPoP proof replayed"), `${key.alg}: the same proof again`);
     // A fresh proof of the same key still passes: only the jti was spent.
     await forwarded(dpop(token, proof(key, { htm: "GET", htu, token })), sub, `${key.alg}: a fresh proof`);

@@ -259,7 +259,11 @@ fn dpop_of(loaded: &GatewayConfig) -> worker::config::Dpop<'static> {
         })
         .collect();
     let replay = loaded.policy.limits.table.iter().position(|l| l.name == gateway_config::dpop::REPLAY_LIMIT);
-    Dpop { issuers: Box::leak(issuers.into_boxed_slice()), replay_limit: replay.unwrap_or(0) as u8 }
+    Dpop {
+        issuers: Box::leak(issuers.into_boxed_slice()),
+        replay_limit: replay.unwrap_or(0) as u8,
+        thumbprint_header: loaded.policy.dpop_thumbprint_header.as_deref().map(leak),
+    }
 }
 
 fn limits_of(limits: &gateway_config::policy::LimitsConfig) -> worker::config::Limits<'static> {

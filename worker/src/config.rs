@@ -134,11 +134,13 @@ pub struct Dpop<'c> {
     pub issuers: &'c [DpopIssuer],
     /// The index of the `dpop-proofs` limit in [`Limits::table`].
     pub replay_limit: u8,
+    /// The header that carries a verified proof's key thumbprint upstream.
+    pub thumbprint_header: Option<&'c str>,
 }
 
 impl Dpop<'_> {
     /// No issuer accepts DPoP.
-    pub const NONE: Dpop<'static> = Dpop { issuers: &[], replay_limit: 0 };
+    pub const NONE: Dpop<'static> = Dpop { issuers: &[], replay_limit: 0, thumbprint_header: None };
 
     /// Whether any issuer accepts DPoP: otherwise the request path reads no
     /// `Authorization: DPoP` and no `DPoP` field, as a module built without

@@ -182,10 +182,13 @@ fn decide<'x>(
                 policy::requirements::check(reached, &verified, &config.policy)
                     .inspect_err(|_| answer_context.scope = reached.scope_attribute)?;
             }
+            #[cfg(policy_dpop)]
+            let grant_jkt = verified.jkt;
             #[cfg_attr(not(policy_dpop), allow(unused_mut))]
             let mut grant = Grant::token(verified, token);
             #[cfg(policy_dpop)]
             {
+                grant.jkt = proof.and(grant_jkt);
                 grant.proof = proof;
             }
             grant

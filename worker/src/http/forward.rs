@@ -93,6 +93,9 @@ pub struct Grant<'c, 'a> {
     /// (`crate::jose::dpop`): a bucket of the `dpop-proofs` limit.
     #[cfg(policy_dpop)]
     pub proof: Option<crate::jose::dpop::ProofId>,
+    /// The thumbprint of the DPoP key the request proved (`cnf.jkt`).
+    #[cfg(policy_dpop)]
+    pub jkt: Option<&'a str>,
 }
 
 impl<'c, 'a> Grant<'c, 'a> {
@@ -108,6 +111,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             limits: &[],
             #[cfg(policy_dpop)]
             proof: None,
+            #[cfg(policy_dpop)]
+            jkt: None,
         }
     }
 
@@ -123,6 +128,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             limits: &[],
             #[cfg(policy_dpop)]
             proof: None,
+            #[cfg(policy_dpop)]
+            jkt: None,
         }
     }
 }
@@ -172,6 +179,10 @@ pub fn write_plan(
     }
     if let Some(issuer) = grant.issuer {
         out.set_request_field(ISSUER, &[issuer.as_bytes()])?;
+    }
+    #[cfg(policy_dpop)]
+    if let (Some(name), Some(jkt)) = (config.policy.dpop.thumbprint_header, grant.jkt) {
+        out.set_request_field(name, &[jkt.as_bytes()])?;
     }
     write_forwarded_for(out, head, context, config)?;
     out.set_request_field("x-forwarded-proto", &[context.scheme.as_str().as_bytes()])?;
@@ -308,6 +319,7 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
         || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
         // A DPoP proof is the client's to the gateway: never forwarded.
         || (cfg!(policy_dpop) && config.policy.dpop.accepted() && canonical_eq(name, b"dpop"))
+        || (cfg!(policy_dpop) && config.policy.dpop.thumbprint_header.is_some_and(|h| canonical_eq(name, h.as_bytes())))
 }
 
 /// True when `name` is a field the config makes the gateway's own: a claim
