@@ -132,10 +132,24 @@ fn secs_up(us: u64) -> u32 {
 
 /// The value of the `RateLimit` field (draft-ietf-httpapi-ratelimit-headers)
 /// a host adds to a forwarded response for a limit whose policy field the
-/// forward carries: `"<name>";r=<remaining>;t=<reset>`.
-#[cfg(feature = "std")]
-pub fn ratelimit_field(limit: &Limit<'_>, verdict: &Verdict) -> std::string::String {
-    std::format!("\"{}\";r={};t={}", limit.name, verdict.remaining, verdict.reset_secs)
+/// forward carries: `"<name>";r=<remaining>;t=<reset>`. A `Display`, so
+/// that hosts with and without `std` write it alike (`to_string()`).
+pub fn ratelimit_field<'a>(limit: &Limit<'a>, verdict: &Verdict) -> RateLimitField<'a> {
+    RateLimitField { name: limit.name, remaining: verdict.remaining, reset: verdict.reset_secs }
+}
+
+/// The `RateLimit` field's value for one bucket ([`ratelimit_field`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimitField<'a> {
+    name: &'a str,
+    remaining: u32,
+    reset: u32,
+}
+
+impl core::fmt::Display for RateLimitField<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "\"{}\";r={};t={}", self.name, self.remaining, self.reset)
+    }
 }
 
 /// The field names of the RateLimit fields.

@@ -375,7 +375,7 @@ fn fields_or_refusal(buckets: &[(&str, Limit<'_>)], verdicts: &[Verdict]) -> Cou
             });
         }
         if limit.fields {
-            fields.push(contract::limits::ratelimit_field(limit, verdict));
+            fields.push(contract::limits::ratelimit_field(limit, verdict).to_string());
         }
     }
     if verdicts.len() < buckets.len() {

@@ -65,6 +65,15 @@ fn request(token: &str) -> String {
 }
 
 /// The scratch region an instance has.
+/// Decides `head` from 192.0.2.1 over https with `config`: the status and
+/// the output.
+fn decided_with(config: &Config<'_>, head: &str) -> (u16, String) {
+    let mut scratch = scratch();
+    let input = std::format!("https 192.0.2.1\n{head}");
+    let answer = handle(input.as_bytes(), NOW as f64, config, &mut scratch);
+    (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
+}
+
 fn scratch() -> std::vec::Vec<u8> {
     std::vec![0u8; crate::abi::SCRATCH_CAPACITY]
 }

@@ -119,17 +119,11 @@ impl<'c, 'a> Grant<'c, 'a> {
     /// A request whose `token` verified as `verified`.
     pub fn token(verified: Verified<'c, 'a>, token: &'a [u8]) -> Self {
         Grant {
-            route: verified.route,
             subject: verified.subject,
             issuer: verified.issuer.1.iss,
             claims: Some(verified.claims),
             token: Some(token),
-            #[cfg(policy_limits)]
-            limits: &[],
-            #[cfg(policy_dpop)]
-            proof: None,
-            #[cfg(policy_dpop)]
-            jkt: None,
+            ..Grant::public(verified.route)
         }
     }
 }
@@ -318,7 +312,7 @@ fn is_dropped(name: &[u8], head: &Head<'_, '_>, config: &Config<'_>) -> bool {
         || connection_options(head).any(|option| canonical_eq(name, option))
         || (cfg!(any(policy_sources, policy_claims)) && the_config_sets(name, config))
         // A DPoP proof is the client's to the gateway: never forwarded.
-        || (cfg!(policy_dpop) && config.policy.dpop.accepted() && canonical_eq(name, b"dpop"))
+        || (cfg!(policy_dpop) && canonical_eq(name, b"dpop") && config.policy.dpop.accepted())
         || (cfg!(policy_dpop) && config.policy.dpop.thumbprint_header.is_some_and(|h| canonical_eq(name, h.as_bytes())))
 }
 

@@ -140,7 +140,8 @@ fn count(
             return Err((position as u32, verdict.retry_after_secs, verdict.reset_secs));
         }
         if limit.fields {
-            let value = alloc::format!("\"{}\";r={};t={}", limit.name, verdict.remaining, verdict.reset_secs);
+            let value =
+                alloc::string::ToString::to_string(&contract::limits::ratelimit_field(&limit, &verdict));
             fields.push((contract::limits::fields::RATELIMIT.to_owned(), value.into_bytes()));
         }
     }

@@ -38,10 +38,7 @@ fn config() -> Config<'static> {
 }
 
 fn decided(head: &str) -> (u16, String) {
-    let mut scratch = scratch();
-    let input = std::format!("https 192.0.2.1\n{head}");
-    let answer = handle(input.as_bytes(), NOW as f64, &config(), &mut scratch);
-    (answer.status, String::from_utf8(answer.output.to_vec()).expect("ASCII output"))
+    decided_with(&config(), head)
 }
 
 fn buckets(plan: &str) -> std::vec::Vec<(u8, String)> {

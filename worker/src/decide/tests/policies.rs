@@ -44,13 +44,10 @@ fn config() -> Config<'static> {
 }
 
 fn decided(head: &str) -> (u16, String) {
-    let mut scratch = scratch();
-    let input = std::format!("https 192.0.2.1\n{head}");
-    let answer = handle(input.as_bytes(), NOW as f64, &config(), &mut scratch);
-    let output = String::from_utf8(answer.output.to_vec()).expect("ASCII output");
-    contract::Decision::decode(u32::from(answer.status), output.as_bytes())
+    let (status, output) = decided_with(&config(), head);
+    contract::Decision::decode(u32::from(status), output.as_bytes())
         .unwrap_or_else(|e| panic!("{e}: {output}"));
-    (answer.status, output)
+    (status, output)
 }
 
 fn token_with(extra: &str) -> String {
