@@ -33,7 +33,7 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-jwks.wasm bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-limits.toml WASM_OUT=target/fixture/gateway-limits.wasm bash build/worker.sh
-	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa \
+	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-dpop.wasm bash build/worker.sh
 	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-oidc.wasm bash build/worker.sh
@@ -42,7 +42,7 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-policies.toml WASM_OUT=target/fixture/gateway-policies-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-limits.toml WASM_OUT=target/fixture/gateway-limits-envoy.wasm bash build/envoy-filter.sh
-	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa \
+	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-dpop-envoy.wasm bash build/envoy-filter.sh
 	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  WASM_OUT=target/fixture/gateway-oidc-envoy.wasm bash build/envoy-filter.sh
@@ -58,7 +58,7 @@ fixture: setup fixture-readings
 	  WASM_OUT=target/fixture/gateway-policies-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture-limits.toml WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-limits-wasi-http.wasm bash build/wasi-http.sh
-	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=es256,eddsa WASI_HTTP_FEATURES=upstream-override \
+	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-dpop-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-oidc-wasi-http.wasm bash build/wasi-http.sh
@@ -66,6 +66,12 @@ fixture: setup fixture-readings
 	  WASM_OUT=target/fixture/gateway-jwks-wasi-http.wasm bash build/wasi-http.sh
 	GATEWAY_CONFIG=testkit/fixture.toml WASM_OUT=target/fixture/gateway-wasi-http-proxy.wasm bash build/wasi-http.sh
 	$(CARGO) build --quiet --release -p gateway-envoy-render --bin envoy-filter
+	# The native Envoy module (build/envoy-native.sh), one folder each: Envoy opens lib<name>.so by name.
+	GATEWAY_CONFIG=testkit/fixture.toml NATIVE_OUT=target/fixture/native/forwarding/libgateway_envoy.so bash build/envoy-native.sh
+	GATEWAY_CONFIG=testkit/fixture-policies.toml NATIVE_OUT=target/fixture/native/policies/libgateway_envoy.so bash build/envoy-native.sh
+	GATEWAY_CONFIG=testkit/fixture-limits.toml NATIVE_OUT=target/fixture/native/limits/libgateway_envoy.so bash build/envoy-native.sh
+	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  NATIVE_OUT=target/fixture/native/dpop/libgateway_envoy.so bash build/envoy-native.sh
 
 ## fixture-readings: the readings suite's module, Envoy filter and wasi:http component (with
 ## upstream-override), from testkit/fixture-readings.toml
@@ -73,6 +79,7 @@ fixture-readings: setup
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings.wasm bash build/worker.sh
 	$(CARGO) run --quiet --release -p gateway-config --bin check-config -- testkit/fixture-readings.toml --fixture-json target/fixture/fixture-readings.json
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASM_OUT=target/fixture/gateway-readings-envoy.wasm bash build/envoy-filter.sh
+	GATEWAY_CONFIG=testkit/fixture-readings.toml NATIVE_OUT=target/fixture/native/readings/libgateway_envoy.so bash build/envoy-native.sh
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-readings-wasi-http.wasm bash build/wasi-http.sh
 
@@ -133,6 +140,10 @@ lint: setup
 	done
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
 	  --target wasm32-unknown-unknown --features rs256,es256,eddsa -- -D warnings
+	# The native Envoy module's code (src/native/, feature native), in its own target folder,
+	# with response edits and rate limits; a config that fetches keys is not built natively.
+	GATEWAY_CONFIG=testkit/fixture-limits.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter --all-targets --features native \
+	  --target-dir target/envoy-native -- -D warnings
 	# The wasi:http component's wasm32-only code (the handler, the bindings):
 	# plain, with the upstream override, with key fetching.
 	GATEWAY_CONFIG=gateway.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \

@@ -26,6 +26,9 @@
 #                     the filter built with its counting compiled out
 #                     (feature `uncounted`): what counting costs Envoy
 #                     (benches/observe-cost.sh; not in the default set)
+#   envoy-native      Envoy 1.40 with the same core as a native dynamic module
+#                     (build/envoy-native.sh from gateway.toml, rendered by
+#                     `envoy-filter --native`) in the proxy-wasm filter's place
 #   envoy-jwt-authn   Envoy 1.40 with its native jwt_authn filter, rendered
 #                     from gateway.toml (target/release/envoy-jwt-authn)
 #   envoy-jwt-authn-cache
@@ -140,18 +143,6 @@ if ! "$oha" --version 2>/dev/null | grep -q " $oha_version"; then
   cargo install --quiet --locked "${tls[@]}" oha --version "$oha_version" --root target/tools
 fi
 
-# CPU time of a process and its live children, in clock ticks.
-cpu_ticks() { # pid
-  local total=0 p
-  for p in $1 $(pgrep -P "$1" || true); do
-    [ -r "/proc/$p/stat" ] || continue
-    # Fields after the command name (which may hold spaces): utime is the
-    # 12th, stime the 13th.
-    read -r ut st < <(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')
-    total=$((total + ut + st))
-  done
-  echo "$total"
-}
 
 up_port=$(free_port)
 start upstream "$up_port" "$results/gateways-upstream.log" "$host_sim" upstream --listen "127.0.0.1:$up_port"
@@ -218,10 +209,19 @@ for gateway in $gateways; do
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
+    envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-native | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
+      envoy_env=()
       case $gateway in
+        envoy-native)
+          # The module Envoy opens by name from ENVOY_DYNAMIC_MODULES_SEARCH_PATH.
+          native=$PWD/$results/native/libgateway_envoy.so
+          NATIVE_OUT=$native bash build/envoy-native.sh >&2
+          target/release/envoy-filter --listen "127.0.0.1:$p" --native "$native" \
+            --upstream-override "$orders_origin=http://127.0.0.1:$up_port" --out "$yaml"
+          envoy_env=(env "ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$(dirname "$native")")
+          ;;
         envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-floor*)
           module=$PWD/dist/gateway-envoy.wasm
           [ "$gateway" = envoy-filter-base ] && module=${GATEWAYS_BASE:-}/dist/gateway-envoy.wasm
@@ -274,9 +274,9 @@ vhost["routes"] = [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "hos
 yaml.safe_dump(doc, open(path, "w"), sort_keys=False)
 PY
       fi
-      cmd=("$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
+      cmd=("${envoy_env[@]}" "$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-native, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"

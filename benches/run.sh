@@ -304,7 +304,7 @@ if skipped gateways; then echo "(gateways skipped)"; else
   # The default set, with each host's counting off beside it on (host-sim
   # without --metrics, the Envoy filter's uncounted build): what counting
   # costs, in the same interleaved rounds (benches/observe-cost.sh).
-  GATEWAYS="host-sim host-sim-metrics host-sim-reuse workerd workerd-proxy envoy-filter envoy-filter-uncounted envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve" \
+  GATEWAYS="host-sim host-sim-metrics host-sim-reuse workerd workerd-proxy envoy-filter envoy-filter-uncounted envoy-native envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve" \
     bash benches/gateways.sh
 fi
 

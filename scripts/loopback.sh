@@ -6,6 +6,8 @@
 #                                    stops the script if it exits or 30 s pass
 #   free_port                        an unused loopback port
 #   started_pid                      the pid of the last server started
+#   cpu_ticks PID                    the CPU time of PID and its live
+#                                    children, in clock ticks
 
 pids=()
 stop_servers() {
@@ -29,4 +31,16 @@ start() { # name port log command...
     sleep 0.1
   done
   die "$name did not listen on 127.0.0.1:$port within 30 s"
+}
+
+cpu_ticks() { # pid
+  local total=0 p ut st
+  for p in $1 $(pgrep -P "$1" || true); do
+    [ -r "/proc/$p/stat" ] || continue
+    # Fields after the command name (which may hold spaces): utime is the
+    # 12th, stime the 13th.
+    read -r ut st < <(sed 's/^.*) //' "/proc/$p/stat" | awk '{print $12, $13}')
+    total=$((total + ut + st))
+  done
+  echo "$total"
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use gateway_config::PublicAlg;
 
 /// Every policy cfg the worker's code tests for.
-const POLICY_CFGS: [&str; 8] = [
+const POLICY_CFGS: [&str; 9] = [
     "policy_rules",
     "policy_cors",
     "policy_claims",
@@ -22,6 +22,7 @@ const POLICY_CFGS: [&str; 8] = [
     "runtime_keys",
     "policy_limits",
     "policy_dpop",
+    "policy_certificate",
 ];
 
 fn main() {
@@ -51,7 +52,7 @@ fn main() {
     for key in config.public_keys() {
         println!("cargo:rerun-if-changed={}", key.file.display());
     }
-    for key in config.hs256_keys() {
+    for key in config.hs256_keys().chain(config.dpop_nonce.as_ref().map(|n| &n.key)) {
         match &key.source {
             gateway_config::KeySource::Env(var) => println!("cargo:rerun-if-env-changed={var}"),
             gateway_config::KeySource::File(file) => println!("cargo:rerun-if-changed={}", file.display()),

@@ -87,7 +87,7 @@ fn stages(c: &mut Criterion) {
     // The forward plan: the target normalized and the fields classified.
     let mut fields = [httparse::EMPTY_HEADER; request::MAX_HEADERS];
     let parsed = request::parse(head, &mut fields).unwrap();
-    let context = contract::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1" };
+    let context = contract::Context { scheme: contract::Scheme::Http, peer: "127.0.0.1", certificate: None };
     let grant = forward::Grant { subject: grant.subject, ..forward::Grant::public(grant.route) };
     group.bench_function("8_write_decision", |b| {
         b.iter(|| {

@@ -17,7 +17,9 @@
 //! listens; 0 unless the variant makes one), first request (with the drop
 //! of its instance, unless `split` times that apart as "its drop"), the
 //! total from the deserialize to the first answer, and the next request (a
-//! fresh instance on the now warm engine).
+//! fresh instance on the now warm engine), and the time to the answer
+//! (the total without the first instance's drop: what a host that
+//! releases the instance after sending the answer makes a client wait).
 //!
 //! Variants join changes with `+`: base (the runtime as it ships), touch
 //! (read one byte of each page of the code image after deserializing),
@@ -30,7 +32,9 @@
 //! (the first request in a kept instance, its drop timed apart), pagemap (the pool resets a
 //! dropped instance's memory page by page, `MemoryReset::Written`), again
 //! (a module deserialized and dropped on the engine first, untimed: what a
-//! first module pays on an engine), frombytes (the file read, then
+//! first module pays on an engine), reload (a module loaded, run and
+//! dropped on the engine first, untimed: a running host that loads a new
+//! module, its pool slot already resident), frombytes (the file read, then
 //! `Module::deserialize` from memory instead of `deserialize_file`).
 #![allow(unsafe_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -104,7 +108,7 @@ fn prefault(variant: &str, module: &Module) {
     }
 }
 
-const STEPS: [&str; 8] = [
+const STEPS: [&str; 9] = [
     "deserialize",
     "InstancePre",
     "first instance",
@@ -113,10 +117,11 @@ const STEPS: [&str; 8] = [
     "its drop",
     "total",
     "next request",
+    "to the answer",
 ];
 
 /// One cold start of `variant`: each step's time and minor faults.
-fn cold(variant: &str, path: &Path, head: &[u8], now: f64) -> [(Duration, u64); 8] {
+fn cold(variant: &str, path: &Path, head: &[u8], now: f64) -> [(Duration, u64); 9] {
     let has = |name: &str| variant.split('+').any(|p| p == name);
     let mut options = EngineOptions::default();
     if has("pagemap") {
@@ -129,6 +134,14 @@ fn cold(variant: &str, path: &Path, head: &[u8], now: f64) -> [(Duration, u64); 
     if has("again") {
         // The engine's own first-time work on a first module, apart.
         drop(engine::deserialize(&engine, path).unwrap());
+    }
+    if has("reload") {
+        // A module loaded, run and dropped on the engine first, untimed:
+        // a running host that loads a new module (its pool slot resident).
+        let earlier = Prepared::new(&engine, &engine::deserialize(&engine, path).unwrap()).unwrap();
+        let earlier = earlier.probe(&options).unwrap();
+        earlier.decide_fresh(head, now).unwrap();
+        drop(earlier);
     }
     let mut marks = vec![(Instant::now(), minflt())];
     let mut mark = || marks.push((Instant::now(), minflt()));
@@ -175,7 +188,17 @@ fn cold(variant: &str, path: &Path, head: &[u8], now: f64) -> [(Duration, u64); 
     runtime.decide_fresh(head, now).unwrap();
     mark();
     let step = |a: usize, b: usize| (marks[b].0 - marks[a].0, marks[b].1 - marks[a].1);
-    [step(0, 1), step(1, 2), step(2, 3), step(3, 4), step(4, 5), step(5, 6), step(0, 6), step(6, 7)]
+    [
+        step(0, 1),
+        step(1, 2),
+        step(2, 3),
+        step(3, 4),
+        step(4, 5),
+        step(5, 6),
+        step(0, 6),
+        step(6, 7),
+        step(0, 5),
+    ]
 }
 
 fn valid_request() -> (String, f64) {
@@ -199,7 +222,7 @@ fn main() {
     let (head, now) = valid_request();
     match args[1].as_str() {
         "steps" => {
-            let mut samples: Vec<Vec<[(Duration, u64); 8]>> = variants.iter().map(|_| vec![]).collect();
+            let mut samples: Vec<Vec<[(Duration, u64); 9]>> = variants.iter().map(|_| vec![]).collect();
             // One round unrecorded: the process's own first-time costs
             // (signal handlers, lazy statics) belong to no variant.
             for (i, v) in variants.iter().enumerate() {

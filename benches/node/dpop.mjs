@@ -1,12 +1,15 @@
-// What a DPoP proof costs per request: the module built from
-// testkit/fixture-dpop.toml in V8 (Node.js), one reused instance, deciding
-// the same request with an HS256 bearer token and with a DPoP-bound HS256
-// token and its proof (ES256, EdDSA), each request with a token and a
-// proof never seen before (the token cache never answers), the kinds
-// interleaved round by round so that they share the machine's state. A
-// measurement, not a check.
+// What binding a token to its sender costs per request: the module built
+// from testkit/fixture-dpop.toml in V8 (Node.js), one reused instance,
+// deciding the same request with an HS256 bearer token, with a DPoP-bound
+// HS256 token and its proof (ES256, EdDSA, RS256 with a 2048-bit key), and
+// with a certificate-bound HS256 token over TLS with its certificate (the
+// thumbprint in the context line), each request with a token and a proof
+// never seen before (the token cache never answers), the kinds interleaved
+// round by round so that they share the machine's state. A measurement,
+// not a check.
 //
 //   make fixture && node benches/node/dpop.mjs [target/fixture/gateway-dpop.wasm]
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dpopToken, proof, proofKey } from "../../testkit/conformance/dpop-script.mjs";
 
@@ -18,24 +21,35 @@ const { instance } = await WebAssembly.instantiate(readFileSync(modulePath), {})
 const gateway = instance.exports;
 const encoder = new TextEncoder();
 
-function handle(fields) {
-  const head = encoder.encode(`http 127.0.0.1\nGET /orders/1 HTTP/1.1\r\nHost: gw.test\r\n${fields}\r\n`);
+/** A client certificate's thumbprint, as a TLS host puts it in the context line. */
+const certificate = randomBytes(32).toString("base64url");
+
+/** Decides GET /orders/1 with `fields`, over plain HTTP or `over` a context line of its own. */
+function handle({ fields, over = "http 127.0.0.1" }) {
+  const head = encoder.encode(`${over}\nGET /orders/1 HTTP/1.1\r\nHost: gw.test\r\n${fields}\r\n`);
   new Uint8Array(gateway.memory.buffer, gateway.input_ptr(), head.length).set(head);
   return gateway.handle(head.length, Date.now() / 1000);
 }
 
 const KINDS = [
-  { name: "bearer, HS256", make: (i) => `Authorization: Bearer ${dpopToken({ sub: `b${i}` })}\r\n` },
-  ...["ES256", "EdDSA"].map((alg) => {
+  { name: "bearer, HS256", make: (i) => ({ fields: `Authorization: Bearer ${dpopToken({ sub: `b${i}` })}\r\n` }) },
+  ...["ES256", "EdDSA", "RS256"].map((alg) => {
     const key = proofKey(alg);
     return {
       name: `DPoP, ${alg} proof`,
       make: (i) => {
         const token = dpopToken({ sub: `d${i}`, cnf: { jkt: key.jkt } });
-        return `Authorization: DPoP ${token}\r\nDPoP: ${proof(key, { htm: "GET", htu, token })}\r\n`;
+        return { fields: `Authorization: DPoP ${token}\r\nDPoP: ${proof(key, { htm: "GET", htu, token })}\r\n` };
       },
     };
   }),
+  {
+    name: "certificate-bound, over TLS",
+    make: (i) => {
+      const token = dpopToken({ sub: `c${i}`, cnf: { "x5t#S256": certificate } });
+      return { fields: `Authorization: Bearer ${token}\r\n`, over: `https 127.0.0.1 ${certificate}` };
+    },
+  },
 ];
 
 const requests = KINDS.map((kind) => Array.from({ length: ROUNDS * PER_ROUND + PER_ROUND }, (_, i) => kind.make(i)));

@@ -28,22 +28,40 @@ pub struct DpopConfig {
     pub required: bool,
     /// How far a proof's `iat` may be from now, before the leeway.
     pub window_secs: u32,
+    /// Whether its proofs must carry a nonce the gateway issued (RFC 9449
+    /// section 9).
+    pub nonce: bool,
 }
+
+/// The nonces the module issues (`dpop_nonce_key`, `dpop_nonce_secs`): a
+/// nonce names the period it was issued in and is signed with the key, so
+/// every instance of every host checks it without shared state; one from
+/// this period or the one before is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DpopNonceConfig {
+    /// The HMAC-SHA256 key nonces are signed with (at least 32 bytes).
+    pub key: crate::KeyConfig,
+    /// The period, in seconds: a nonce lasts one to two of them.
+    pub secs: u32,
+}
+
+/// The default and the longest nonce period, in seconds.
+const DEFAULT_NONCE_SECS: u32 = 300;
+const MAX_NONCE_SECS: u32 = 86_400;
 
 /// An issuer's `dpop` and `dpop_window_secs`.
 pub(crate) fn read(
     prefix: &str,
     mode: Option<&str>,
     window: Option<u32>,
+    nonce: Option<bool>,
 ) -> Result<Option<DpopConfig>, ConfigErrorKind> {
     let invalid =
         |entry: &str, why: String| ConfigErrorKind::Invalid { entry: format!("{prefix}{entry}"), why };
     let required = match mode {
-        None if window.is_some() => {
-            return Err(invalid(
-                "dpop_window_secs",
-                "is set without dpop = \"accept\" or \"require\"".into(),
-            ));
+        None if window.is_some() || nonce.is_some() => {
+            let entry = if window.is_some() { "dpop_window_secs" } else { "dpop_nonce" };
+            return Err(invalid(entry, "is set without dpop = \"accept\" or \"require\"".into()));
         }
         None => return Ok(None),
         Some("accept") => false,
@@ -57,7 +75,37 @@ pub(crate) fn read(
             format!("{window_secs} must be from 1 to {MAX_WINDOW_SECS}"),
         ));
     }
-    Ok(Some(DpopConfig { required, window_secs }))
+    Ok(Some(DpopConfig { required, window_secs, nonce: nonce.unwrap_or(false) }))
+}
+
+/// The top-level `dpop_nonce_key` and `dpop_nonce_secs`: needed when an
+/// issuer asks for nonces, refused when none does.
+pub(crate) fn read_nonce(
+    key: Option<crate::raw::RawKey>,
+    secs: Option<u32>,
+    issuers: &[IssuerConfig],
+    base: &std::path::Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<DpopNonceConfig>, ConfigErrorKind> {
+    let asked = issuers.iter().any(|i| i.dpop.is_some_and(|d| d.nonce));
+    let invalid = |entry: &str, why: &str| ConfigErrorKind::Invalid { entry: entry.into(), why: why.into() };
+    let key = match (key, asked) {
+        (None, false) if secs.is_none() => return Ok(None),
+        (None, true) => return Err(invalid("dpop_nonce_key", "is needed: an issuer has dpop_nonce = true")),
+        (_, false) => {
+            let entry = if secs.is_some() { "dpop_nonce_secs" } else { "dpop_nonce_key" };
+            return Err(invalid(entry, "is set, but no issuer has dpop_nonce = true"));
+        }
+        (Some(key), true) => crate::keys::read_key("dpop_nonce_key", String::new(), key, base, env)?,
+    };
+    let secs = secs.unwrap_or(DEFAULT_NONCE_SECS);
+    if !(1..=MAX_NONCE_SECS).contains(&secs) {
+        return Err(ConfigErrorKind::Invalid {
+            entry: "dpop_nonce_secs".into(),
+            why: format!("{secs} must be from 1 to {MAX_NONCE_SECS}"),
+        });
+    }
+    Ok(Some(DpopNonceConfig { key, secs }))
 }
 
 /// Adds the replay limit when an issuer accepts DPoP: one use of a proof's
@@ -134,6 +182,30 @@ mod tests {
         ] {
             let error = parse(top, issuer).expect_err(why);
             assert!(error.contains(why) && error.lines().count() == 1, "{error}");
+        }
+    }
+
+    #[test]
+    fn nonces_need_the_key_and_an_issuer_that_asks() {
+        let key = "dpop_nonce_key = { demo = \"TEST-ONLY-nonce-key-0123456789abcdef\" }";
+        let config = parse(key, "dpop = \"accept\"\ndpop_nonce = true").expect("valid");
+        let nonce = config.dpop_nonce.as_ref().expect("nonces");
+        assert_eq!(nonce.secs, 300);
+        assert!(config.issuers[0].dpop.expect("dpop").nonce);
+        assert!(config.has_demo_key());
+        for (top, issuer, entry) in [
+            ("", "dpop = \"accept\"\ndpop_nonce = true", "dpop_nonce_key"),
+            (key, "dpop = \"accept\"", "dpop_nonce_key"),
+            ("dpop_nonce_secs = 30", "dpop = \"accept\"", "dpop_nonce_secs"),
+            (
+                &format!("{key}\ndpop_nonce_secs = 0"),
+                "dpop = \"accept\"\ndpop_nonce = true",
+                "dpop_nonce_secs",
+            ),
+            ("", "dpop_nonce = true", "issuers[0].dpop_nonce"),
+        ] {
+            let error = parse(top, issuer).expect_err("refused");
+            assert!(error.contains(entry) && !error.contains('\n'), "{entry}: {error}");
         }
     }
 }

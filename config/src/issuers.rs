@@ -27,6 +27,10 @@ pub(crate) struct Forms {
     pub issuers: Vec<RawIssuer>,
     /// The top-level `dpop` and `dpop_window_secs`.
     pub dpop: (Option<String>, Option<u32>),
+    /// The top-level `dpop_nonce`.
+    pub dpop_nonce: Option<bool>,
+    /// The top-level `certificate_bound`.
+    pub certificate_bound: Option<String>,
 }
 
 /// The issuers, validated, with their keys read; the keys a JWKS file
@@ -60,14 +64,24 @@ pub(crate) fn read(
                 max_keys: top_fetch.max_keys,
                 dpop: forms.dpop.0,
                 dpop_window_secs: forms.dpop.1,
+                dpop_nonce: forms.dpop_nonce,
+                certificate_bound: forms.certificate_bound,
             },
         )],
-        (false, None, keys) if keys.is_empty() && !top_level_fetch && forms.dpop == (None, None) => forms
-            .issuers
-            .into_iter()
-            .enumerate()
-            .map(|(i, issuer)| (format!("issuers[{i}]."), issuer))
-            .collect(),
+        (false, None, keys)
+            if keys.is_empty()
+                && !top_level_fetch
+                && forms.dpop == (None, None)
+                && forms.dpop_nonce.is_none()
+                && forms.certificate_bound.is_none() =>
+        {
+            forms
+                .issuers
+                .into_iter()
+                .enumerate()
+                .map(|(i, issuer)| (format!("issuers[{i}]."), issuer))
+                .collect()
+        }
         _ => return Err(ConfigErrorKind::IssuerForms),
     };
     let several = entries.len() > 1;
@@ -107,7 +121,8 @@ pub(crate) fn read(
         if raw.keys.is_empty() && fetch.is_none() {
             return Err(ConfigErrorKind::NoKeys);
         }
-        let dpop = crate::dpop::read(&prefix, raw.dpop.as_deref(), raw.dpop_window_secs)?;
+        let dpop = crate::dpop::read(&prefix, raw.dpop.as_deref(), raw.dpop_window_secs, raw.dpop_nonce)?;
+        let certificate_bound = crate::certificate::read(&prefix, raw.certificate_bound.as_deref())?;
         let mut issuer = IssuerConfig {
             iss: raw.iss,
             leeway_secs,
@@ -116,6 +131,7 @@ pub(crate) fn read(
             audiences: raw.audiences,
             fetch,
             dpop,
+            certificate_bound,
         };
         read_keys(&prefix, raw.keys, &mut issuer, base, env, warnings)?;
         issuers.push(issuer);

@@ -25,12 +25,14 @@
 //! | [`hmac_key`] | HMAC key states computed at build time |
 //! | `issuers` | one issuer or several, each with its keys |
 //! | [`key_fetch`] | keys fetched at run time: where, how often |
+//! | [`certificate`] | tokens bound to a client certificate (RFC 8705): per issuer |
 //! | [`dpop`] | tokens bound to a DPoP key (RFC 9449): per issuer, and the replay limit |
 //! | [`policy`] | rules, CORS, token sources, claim headers |
 //! | `rust` | the worker's tables as Rust source |
 
 use std::path::{Path, PathBuf};
 
+pub mod certificate;
 pub mod dpop;
 pub mod error;
 pub mod hmac_key;
@@ -99,6 +101,9 @@ pub struct GatewayConfig {
     pub routes: Vec<RouteConfig>,
     /// Rules, CORS, token sources, claim headers, in the form the worker reads.
     pub policy: PolicyConfig,
+    /// The key and period of the DPoP nonces the module issues, when an
+    /// issuer asks for them (`dpop_nonce = true`).
+    pub dpop_nonce: Option<dpop::DpopNonceConfig>,
     /// Settings that are valid but probably not what was meant (one line
     /// each, naming the entries); the build prints them.
     pub warnings: Vec<String>,
@@ -124,6 +129,8 @@ pub struct IssuerConfig {
     pub fetch: Option<KeyFetchConfig>,
     /// Whether its DPoP-bound tokens are accepted (RFC 9449), and how.
     pub dpop: Option<dpop::DpopConfig>,
+    /// Whether its certificate-bound tokens are accepted (RFC 8705), and how.
+    pub certificate_bound: Option<certificate::CertificateBound>,
 }
 
 /// One HS256 key. `Debug` never prints the secret.
@@ -282,6 +289,8 @@ pub fn parse(
             fetch: raw::key_fetch_of!(raw),
             issuers: raw.issuers,
             dpop: (raw.dpop, raw.dpop_window_secs),
+            dpop_nonce: raw.dpop_nonce,
+            certificate_bound: raw.certificate_bound,
         },
         &routes,
         base,
@@ -310,6 +319,8 @@ pub fn parse(
             why: "is set, but no issuer accepts DPoP (dpop = \"accept\" or \"require\")".into(),
         }));
     }
+    let dpop_nonce =
+        dpop::read_nonce(raw.dpop_nonce_key, raw.dpop_nonce_secs, &issuers, base, env).map_err(fail)?;
     let warnings = key_warnings.into_iter().chain(policy_warnings).collect();
     Ok(GatewayConfig {
         realm: raw.realm,
@@ -318,6 +329,7 @@ pub fn parse(
         issuers,
         routes,
         policy,
+        dpop_nonce,
         warnings,
     })
 }
@@ -344,7 +356,7 @@ fn read_routes(raw: Vec<raw::RawRoute>) -> Result<Vec<RouteConfig>, ConfigErrorK
 impl GatewayConfig {
     /// True when any compiled-in key is the inline demo key.
     pub fn has_demo_key(&self) -> bool {
-        self.hs256_keys().any(KeyConfig::is_demo)
+        self.hs256_keys().any(KeyConfig::is_demo) || self.dpop_nonce.as_ref().is_some_and(|n| n.key.is_demo())
     }
 
     /// Every HS256 key of every issuer.
@@ -419,6 +431,7 @@ impl GatewayConfig {
             ("runtime_keys", self.issuers.iter().any(|i| i.fetch.is_some())),
             ("policy_limits", !policy.limits.table.is_empty()),
             ("policy_dpop", self.issuers.iter().any(|i| i.dpop.is_some())),
+            ("policy_certificate", self.issuers.iter().any(|i| i.certificate_bound.is_some())),
         ]
         .into_iter()
         .filter_map(|(cfg, used)| used.then_some(cfg))

@@ -63,6 +63,10 @@ pub(crate) struct RawConfig {
     pub dpop: Option<String>,
     pub dpop_window_secs: Option<u32>,
     pub dpop_thumbprint_header: Option<String>,
+    pub dpop_nonce: Option<bool>,
+    pub dpop_nonce_key: Option<RawKey>,
+    pub dpop_nonce_secs: Option<u32>,
+    pub certificate_bound: Option<String>,
 }
 
 /// `[[limits]]`: one rate limit.
@@ -123,6 +127,8 @@ pub(crate) struct RawIssuer {
     pub max_keys: Option<u16>,
     pub dpop: Option<String>,
     pub dpop_window_secs: Option<u32>,
+    pub dpop_nonce: Option<bool>,
+    pub certificate_bound: Option<String>,
 }
 
 #[derive(Deserialize)]

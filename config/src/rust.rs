@@ -172,7 +172,7 @@ fn policy_rust(config: &GatewayConfig) -> String {
     let r = &policy.readings;
     let rule_names: Vec<String> = policy.rules.iter().map(|rule| rule.name.clone()).collect();
     format!(
-        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {}, limits: {}, dpop: {} }}",
+        "Policy {{ rules: &[{}], cors: {cors}, token_sources: &[{}], claims: {}, scope_claims: &{:?}, claim_headers: &[{}], payload_header: {:?}, readings: Readings {{ any_case: {}, trailing_slash: {}, suffix: {}, path_parameters: {}, method_override: {}, rules_have_upper_case: {}, exact_rules_end_with_slash: {} }}, rule_names: {}, limits: {}, dpop: {}, certificate_bound: &[{}] }}",
         rules.join(", "),
         sources.join(", "),
         strs(&policy.claims),
@@ -191,8 +191,21 @@ fn policy_rust(config: &GatewayConfig) -> String {
             .any(|rule| matches!(&rule.path, PathMatchConfig::Exact(p) if p.len() > 1 && p.ends_with('/'))),
         strs(&rule_names),
         limits_rust(&policy.limits),
-        dpop_rust(config)
+        dpop_rust(config),
+        certificate_rust(config)
     )
+}
+
+fn certificate_rust(config: &GatewayConfig) -> String {
+    let issuers: Vec<String> = config
+        .issuers
+        .iter()
+        .map(|i| match i.certificate_bound {
+            Some(c) => format!("BindingMode {{ accept: true, required: {} }}", c.required),
+            None => "BindingMode::OFF".to_owned(),
+        })
+        .collect();
+    issuers.join(", ")
 }
 
 fn dpop_rust(config: &GatewayConfig) -> String {
@@ -201,16 +214,26 @@ fn dpop_rust(config: &GatewayConfig) -> String {
         .iter()
         .map(|i| match i.dpop {
             Some(d) => format!(
-                "DpopIssuer {{ accept: true, required: {}, window_secs: {} }}",
-                d.required, d.window_secs
+                "DpopIssuer {{ accept: true, required: {}, window_secs: {}, nonce: {} }}",
+                d.required, d.window_secs, d.nonce
             ),
             None => "DpopIssuer::OFF".to_owned(),
         })
         .collect();
     let replay =
         config.policy.limits.table.iter().position(|l| l.name == crate::dpop::REPLAY_LIMIT).unwrap_or(0);
+    let nonce = match &config.dpop_nonce {
+        Some(n) => {
+            let (inner, outer) = hmac_key::hmac_sha256_states(n.key.secret());
+            format!(
+                "Some(DpopNonce {{ secs: {}, key: HmacKey {{ inner: {inner:?}, outer: {outer:?} }} }})",
+                n.secs
+            )
+        }
+        None => "None".to_owned(),
+    };
     format!(
-        "Dpop {{ issuers: &[{}], replay_limit: {replay}, thumbprint_header: {:?} }}",
+        "Dpop {{ issuers: &[{}], replay_limit: {replay}, thumbprint_header: {:?}, nonce: {nonce} }}",
         issuers.join(", "),
         config.policy.dpop_thumbprint_header.as_deref()
     )

@@ -1,8 +1,10 @@
 //! The context line: what only the host knows about the connection, written
 //! before the request head (`ABI.md`, "Calling sequence"): the scheme the
-//! client used and its IP address, `<scheme> <peer>\n`. The module reads it
-//! for `X-Forwarded-Proto` and `X-Forwarded-For`; a malformed line is the
-//! host's fault and is answered 500.
+//! client used, its IP address and, over TLS, the thumbprint of the client
+//! certificate the handshake verified: `<scheme> <peer>[ <x5t#S256>]\n`. The
+//! module reads it for `X-Forwarded-Proto`, `X-Forwarded-For` and
+//! certificate-bound tokens (RFC 8705); a malformed line is the host's fault
+//! and is answered 500.
 
 use core::fmt::Write as _;
 use core::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -10,8 +12,13 @@ use core::net::{IpAddr, Ipv4Addr, SocketAddr};
 /// The longest peer address: an IPv6 address with an embedded IPv4 one.
 pub const MAX_PEER_LEN: usize = 45;
 
-/// The longest context line: `https `, the longest peer, `\n`.
-pub const MAX_LINE: usize = 64;
+/// The length of a certificate thumbprint: 32 bytes of SHA-256 in unpadded
+/// base64url (RFC 8705 section 3.1, `x5t#S256`).
+pub const THUMBPRINT_LEN: usize = 43;
+
+/// The longest context line: `https `, the longest peer, a space, a
+/// thumbprint, `\n`.
+pub const MAX_LINE: usize = 96;
 
 /// The scheme the client used to reach the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +47,9 @@ pub struct Context<'i> {
     /// The peer's IP address (IPv4 dotted or IPv6 without brackets), or
     /// `unknown` when the host cannot tell (RFC 7239 section 6).
     pub peer: &'i str,
+    /// The SHA-256 thumbprint of the client certificate the TLS handshake
+    /// verified, in base64url (`x5t#S256`); `None` without one.
+    pub certificate: Option<&'i str>,
 }
 
 /// Why a context line was refused.
@@ -51,10 +61,20 @@ pub enum ContextError {
     Scheme,
     /// The peer is neither an address's characters nor `unknown`.
     Peer,
+    /// The certificate thumbprint is not 43 base64url characters, or comes
+    /// without TLS.
+    Certificate,
 }
 
 /// Splits the module's input into the context line and the request head.
 pub fn split(input: &[u8]) -> Result<(Context<'_>, &[u8]), ContextError> {
+    split_reading(input, true)
+}
+
+/// [`split`], reading the certificate thumbprint only when `certificate`
+/// is true; otherwise it is skipped unread and the context has none (a
+/// module that checks no certificate binding carries no code for it).
+pub fn split_reading(input: &[u8], certificate: bool) -> Result<(Context<'_>, &[u8]), ContextError> {
     let end = input.iter().position(|&b| b == b'\n').ok_or(ContextError::Unterminated)?;
     let (line, head) = (&input[..end], &input[end + 1..]);
     let space = line.iter().position(|&b| b == b' ').ok_or(ContextError::Scheme)?;
@@ -63,7 +83,17 @@ pub fn split(input: &[u8]) -> Result<(Context<'_>, &[u8]), ContextError> {
         b"https" => Scheme::Https,
         _ => return Err(ContextError::Scheme),
     };
-    let peer = &line[space + 1..];
+    let rest = &line[space + 1..];
+    // A thumbprint has a fixed length, and a peer no space: the space
+    // before a thumbprint is found without a search.
+    let (peer, thumbprint) = match rest.len().checked_sub(THUMBPRINT_LEN + 1) {
+        Some(at) if rest[at] == b' ' => (&rest[..at], Some(&rest[at + 1..])),
+        _ => (rest, None),
+    };
+    let certificate = match thumbprint {
+        Some(thumbprint) if certificate => Some(read_thumbprint(scheme, thumbprint)?),
+        _ => None,
+    };
     let is_address = !peer.is_empty()
         && peer.len() <= MAX_PEER_LEN
         && peer.iter().all(|&b| b.is_ascii_hexdigit() || b == b'.' || b == b':');
@@ -73,7 +103,19 @@ pub fn split(input: &[u8]) -> Result<(Context<'_>, &[u8]), ContextError> {
         _ if is_address => core::str::from_utf8(peer).map_err(|_| ContextError::Peer)?,
         _ => return Err(ContextError::Peer),
     };
-    Ok((Context { scheme, peer }, head))
+    Ok((Context { scheme, peer, certificate }, head))
+}
+
+/// A certificate thumbprint: 43 base64url characters, over TLS only.
+fn read_thumbprint(scheme: Scheme, thumbprint: &[u8]) -> Result<&str, ContextError> {
+    let valid = scheme == Scheme::Https
+        && thumbprint.len() == THUMBPRINT_LEN
+        && thumbprint.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    match valid {
+        // Base64url characters are ASCII, so the bytes are valid UTF-8.
+        true => core::str::from_utf8(thumbprint).map_err(|_| ContextError::Certificate),
+        false => Err(ContextError::Certificate),
+    }
 }
 
 /// Writes the context line for a client that used `scheme` from `peer`
@@ -90,6 +132,20 @@ pub fn write_line(scheme: Scheme, peer: Option<IpAddr>, out: &mut [u8; MAX_LINE]
         None => writeln!(cursor, "{} unknown", scheme.as_str()),
     };
     cursor.len
+}
+
+/// Adds the thumbprint of the client certificate the TLS handshake verified
+/// (its DER bytes' SHA-256) to the line of `len` bytes that [`write_line`]
+/// wrote, and returns the new length. Only over TLS: a line for `http` is
+/// left as it is, since no certificate comes without a handshake.
+pub fn write_certificate(out: &mut [u8; MAX_LINE], len: usize, sha256: &[u8; 32]) -> usize {
+    if !out.starts_with(b"https ") || len == 0 || len + 1 + THUMBPRINT_LEN > MAX_LINE {
+        return len;
+    }
+    out[len - 1] = b' ';
+    crate::base64url::encode(sha256, &mut out[len..len + THUMBPRINT_LEN]);
+    out[len + THUMBPRINT_LEN] = b'\n';
+    len + 1 + THUMBPRINT_LEN
 }
 
 /// `<scheme> <a.b.c.d>\n`, each octet in decimal as `Display` writes it.
@@ -141,7 +197,7 @@ mod tests {
     #[test]
     fn reads_scheme_and_peer_and_leaves_the_head() {
         let (context, head) = split(b"https 192.0.2.7\nGET / HTTP/1.1\r\n\r\n").expect("valid");
-        assert_eq!(context, Context { scheme: Scheme::Https, peer: "192.0.2.7" });
+        assert_eq!(context, Context { scheme: Scheme::Https, peer: "192.0.2.7", certificate: None });
         assert_eq!(head, b"GET / HTTP/1.1\r\n\r\n");
         let (context, _) = split(b"http 2001:db8::1\n").expect("valid");
         assert_eq!(context.peer, "2001:db8::1");
@@ -162,9 +218,34 @@ mod tests {
             b"http 1.2.3.4, 5.6.7.8\n",
             b"http evil\r\nX: y\n",
             b"http 1111111111111111111111111111111111111111111111\n",
+            b"http 1.2.3.4 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
+            b"https 1.2.3.4 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
+            b"https 1.2.3.4 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+            b"https 1.2.3.4 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA+\n",
+            b"https 1.2.3.4 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA \n",
+            b"https 1.2.3.4 \n",
         ] {
             assert!(split(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn certificate_thumbprints_are_read_and_written() {
+        use base64::Engine as _;
+        for seed in 0..=255u8 {
+            let digest: [u8; 32] = core::array::from_fn(|i| seed.wrapping_mul(31).wrapping_add(i as u8 * 7));
+            let (mut out, len) = line(Scheme::Https, Some("203.0.113.9"));
+            let len = write_certificate(&mut out, len, &digest);
+            let (context, head) = split(&out[..len]).expect("valid");
+            let expected = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest);
+            assert_eq!(context.certificate, Some(expected.as_str()));
+            assert_eq!((context.peer, head), ("203.0.113.9", &b""[..]));
+        }
+        let (mut out, len) = line(Scheme::Http, Some("127.0.0.1"));
+        assert_eq!(write_certificate(&mut out, len, &[0; 32]), len, "no certificate without TLS");
+        let (mut out, len) = line(Scheme::Https, Some("2001:db8:aaaa:bbbb:cccc:dddd:eeee:ffff"));
+        let len = write_certificate(&mut out, len, &[0xff; 32]);
+        assert_eq!(split(&out[..len]).map(|(c, _)| c.certificate.is_some()), Ok(true));
     }
 
     fn line(scheme: Scheme, peer: Option<&str>) -> ([u8; MAX_LINE], usize) {

@@ -14,8 +14,9 @@
 //!
 //! | module | job |
 //! |---|---|
+//! | [`base64url`] | unpadded base64url, the encoding of thumbprints and JOSE hashes |
 //! | [`claim_type`] | the JSON type a claim forwarded as a header must have |
-//! | [`context`] | the line before the head: scheme and peer |
+//! | [`context`] | the line before the head: scheme, peer and client certificate |
 //! | [`decision`] | the decision's typed view and its decoder |
 //! | [`encode`] | the decision's encoder, used by the module |
 //! | [`fields`] | header names and the answers hosts make themselves |
@@ -30,6 +31,7 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod base64url;
 pub mod claim_type;
 pub mod context;
 pub mod decision;
@@ -51,7 +53,7 @@ pub use outcome::{Cache, Labels};
 
 /// The contract version. A module exports it (`abi_version`); a host
 /// refuses a module whose version it does not know.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 /// The status of a forward decision; every other status is a direct answer.
 pub const FORWARD_STATUS: u16 = 200;

@@ -117,6 +117,12 @@ pub const NAMES: &[&str] = &[
     "dpop_proof_stale",
     "dpop_proof_wrong_token",
     "dpop_proof_replayed",
+    // Certificate-bound tokens (RFC 8705).
+    "certificate_required",
+    "certificate_missing",
+    "certificate_mismatch",
+    // A DPoP proof without a nonce the gateway issued (RFC 9449 section 9).
+    "dpop_nonce_required",
 ];
 
 /// The outcome a forward of a verified token has.

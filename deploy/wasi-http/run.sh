@@ -24,9 +24,19 @@
 #   BACKEND         wasmtime serve's address behind the front end
 #                   (default: 127.0.0.1:8081)
 #   INSTANCES       "reuse" (default) or "fresh" (an instance per request)
+#   POOL            "tuned" (default): the pooling allocator's slots keep the
+#                   component's memory (256 KiB) and tables resident between
+#                   instances and reset only the pages an instance wrote
+#                   (PAGEMAP_SCAN, Linux 6.7 and later; elsewhere memset);
+#                   "wasmtime" for wasmtime serve's own settings, which
+#                   give each dropped instance's pages back to the kernel.
+#                   Either way wasmtime serve pools instances where the
+#                   address space allows (its own default); these settings
+#                   apply only then. docs/PERFORMANCE.md, "wasmtime serve
+#                   as fast as it runs", has what each costs.
 #   COMPONENT       the component (default: dist/gateway-wasi-http.wasm)
-#   WASMTIME_ARGS   more `wasmtime serve` options, for example
-#                   "-O pooling-allocator" to pool the instances' memory
+#   WASMTIME_ARGS   more `wasmtime serve` options (after POOL's, so they
+#                   take precedence), for example "-O pooling-allocator=n"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -49,13 +59,21 @@ case "${INSTANCES:-reuse}" in
   *) echo "error: INSTANCES is reuse or fresh, not '$INSTANCES'" >&2; exit 1 ;;
 esac
 
+case "${POOL:-tuned}" in
+  # An instance per request: 0.75x the CPU per reject and 1.5x the rejects
+  # per second; kept instances: the same within noise (they are made once).
+  tuned) pool=(-O pooling-memory-keep-resident=262144 -O pooling-table-keep-resident=65536 -O pooling-pagemap-scan=auto) ;;
+  wasmtime) pool=() ;;
+  *) echo "error: POOL is tuned or wasmtime, not '$POOL'" >&2; exit 1 ;;
+esac
+
 case "$front" in
   "")
-    echo "==> wasmtime serve $component on http://$listen (instances: ${INSTANCES:-reuse}); Ctrl-C stops it"
+    echo "==> wasmtime serve $component on http://$listen (instances: ${INSTANCES:-reuse}, pool: ${POOL:-tuned}); Ctrl-C stops it"
     echo "    warning: wasmtime serve has no header or idle timeout: a client that stalls mid-head holds one"
     echo "    of its 1,000 connection slots for as long as it likes. Loopback only; FRONT=envoy to face clients."
     # shellcheck disable=SC2086 # WASMTIME_ARGS is a list of options
-    exec "$wasmtime" serve --addr "$listen" "${instances[@]}" ${WASMTIME_ARGS:-} "$component"
+    exec "$wasmtime" serve --addr "$listen" "${instances[@]}" "${pool[@]}" ${WASMTIME_ARGS:-} "$component"
     ;;
   envoy) ;;
   *) echo "error: FRONT is envoy or unset, not '$front'" >&2; exit 1 ;;
@@ -68,7 +86,7 @@ node deploy/wasi-http/front.mjs --listen "$listen" --backend "$backend" --out "$
 echo "==> Envoy on http://$listen ($config: header timeout 10 s, idle timeout 60 s)"
 echo "    in front of wasmtime serve $component on http://$backend (instances: ${INSTANCES:-reuse}); Ctrl-C stops both"
 # shellcheck disable=SC2086 # WASMTIME_ARGS is a list of options
-"$wasmtime" serve --addr "$backend" "${instances[@]}" ${WASMTIME_ARGS:-} "$component" &
+"$wasmtime" serve --addr "$backend" "${instances[@]}" "${pool[@]}" ${WASMTIME_ARGS:-} "$component" &
 serve=$!
 "$envoy" --config-path "$config" --disable-hot-restart --log-level warn &
 proxy=$!

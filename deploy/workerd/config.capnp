@@ -30,6 +30,7 @@ const gatewayWorker :Workerd.Worker = (
     (name = "keys.mjs", esModule = embed "keys.mjs"),
     (name = "observe.mjs", esModule = embed "observe.mjs"),
     (name = "limits.mjs", esModule = embed "limits.mjs"),
+    (name = "context.mjs", esModule = embed "context.mjs"),
     (name = "gateway.wasm", wasm = embed "../../dist/gateway.wasm"),
   ],
   compatibilityDate = "2026-05-01",

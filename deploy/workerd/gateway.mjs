@@ -7,11 +7,14 @@
 // It uses web-standard APIs only (Request, Response, Headers, fetch,
 // WebAssembly), so the same code runs in workerd and, for its unit tests, in
 // Node.js. A module that fetches keys at run time gets them through keys.mjs.
+import { contextLine } from "./context.mjs";
 import { KeyFetcher, readKeySources } from "./keys.mjs";
 import { LimitsNotBound, UnknownLimit, bindingCounter, countBuckets, readLimits } from "./limits.mjs";
 
+export { contextLine };
+
 /** The contract version this host understands (worker/ABI.md). */
-export const ABI_VERSION = 5;
+export const ABI_VERSION = 6;
 
 const JSON_TYPE = "application/json";
 /**
@@ -102,29 +105,6 @@ export function requestHead(request) {
   }
   if (!sawHost) head += `host: ${new URL(url).host}\r\n`;
   return head + "\r\n";
-}
-
-/**
- * The context line the module reads before the head: the scheme the client
- * used and its address. workerd reports the peer as `request.cf.clientIp`
- * ("ip" or "ip:port"); Cloudflare's edge as the CF-Connecting-IP field it
- * sets itself. Anything else, or nothing, is "unknown".
- */
-export function contextLine(request) {
-  // Not `new URL()`: workerd builds request.url from the Host field, which
-  // may not parse (two Host fields joined with ", "); the module judges Host.
-  const scheme = request.url.startsWith("https:") ? "https" : "http";
-  const cf = request.cf;
-  const peer = cf ? cf.clientIp ?? request.headers.get("cf-connecting-ip") ?? "" : "";
-  return `${scheme} ${peerAddress(peer)}\n`;
-}
-
-/** The address in "ip", "ip:port" or "[ipv6]:port", or "unknown". */
-function peerAddress(peer) {
-  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(peer);
-  const v6WithPort = v4WithPort ? null : /^\[([0-9a-fA-F:.]+)\]:\d+$/.exec(peer);
-  const address = v4WithPort?.[1] ?? v6WithPort?.[1] ?? peer;
-  return /^[0-9a-fA-F:.]{2,45}$/.test(address) ? address : "unknown";
 }
 
 /** One instance of the module, with the addresses it reported once. */

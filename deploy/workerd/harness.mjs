@@ -271,10 +271,10 @@ const TRIGGER_WORKER = `export default {
  * scheduled-event trigger: the shim and the module copied beside a copy of
  * config.capnp in a temporary folder.
  */
-function workerdConfigFor(wasm, trigger, analytics, limits = true) {
-  if (wasm === WASM && !trigger && !analytics && limits === true) return WORKERD_CONFIG;
+function workerdConfigFor(wasm, trigger, analytics, limits = true, edge = false) {
+  if (wasm === WASM && !trigger && !analytics && limits === true && !edge) return WORKERD_CONFIG;
   const dir = mkdtempSync(join(tmpdir(), "gateway-workerd-"));
-  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs", "limits.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
+  for (const file of ["worker.mjs", "gateway.mjs", "keys.mjs", "observe.mjs", "limits.mjs", "context.mjs"]) copyFileSync(join(ROOT, "deploy", "workerd", file), join(dir, file));
   copyFileSync(wasm, join(dir, "gateway.wasm"));
   let config = readFileSync(WORKERD_CONFIG, "utf8").replace('embed "../../dist/gateway.wasm"', 'embed "gateway.wasm"');
   if (trigger) {
@@ -294,6 +294,16 @@ const triggerWorker :Workerd.Worker = (
   bindings = [(name = "GATEWAY", service = "gateway")],
 );
 `;
+  }
+  if (edge) {
+    // What Cloudflare's edge gives a Worker, from fields the test sends:
+    // `request.cf` (its client address and mTLS result, tlsClientAuth)
+    // from CF-Blob, and the client's scheme from X-Forwarded-Proto. Only
+    // for tests: a deployed Worker gets both from the edge, never from a
+    // client.
+    const socket = 'http = (), service = "gateway"';
+    if (!config.includes(socket)) throw new Error(`config.capnp has no "${socket}"`);
+    config = config.replace(socket, 'http = (cfBlobHeader = "cf-blob", forwardedProtoHeader = "x-forwarded-proto"), service = "gateway"');
   }
   if (limits === false) {
     // The Worker without its rate-limit buckets (the namespace stays declared).
@@ -334,10 +344,10 @@ const triggerWorker :Workerd.Worker = (
  * LIMITS Durable Object namespace unbound, `limits: "disk"` stores its
  * objects on disk (in the config's folder) instead of in memory.
  */
-export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false, env = {}, analytics = null, limits = true } = {}) {
+export async function startWorkerd(upstreamOverride = "", wasm = WASM, { scheduledTrigger = false, env = {}, analytics = null, limits = true, edge = false } = {}) {
   if (!existsSync(WORKERD)) throw new Error(`${WORKERD} is missing: run 'make setup'`);
   if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run 'make worker' (or 'make fixture')`);
-  const configPath = workerdConfigFor(wasm, scheduledTrigger, analytics, limits);
+  const configPath = workerdConfigFor(wasm, scheduledTrigger, analytics, limits, edge);
   // A config written for this start lives in a folder of its own, removed when workerd stops.
   const configDir = configPath === WORKERD_CONFIG ? null : dirname(configPath);
   let lastError;
@@ -399,7 +409,8 @@ export async function startHostSim(extraArgs = [], timeoutMs = 60000, wasm = WAS
   const proc = startProcess(HOST_SIM, ["serve", "--listen", "127.0.0.1:0", "--wasm", wasm, ...extraArgs]);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const m = proc.output().match(/127\.0\.0\.1:(\d+)/);
+    // The gateway's own line: others (the rate-limit store's) name addresses too.
+    const m = proc.output().match(/gateway listening on https?:\/\/127\.0\.0\.1:(\d+)/);
     if (m && Number(m[1]) !== 0) {
       const port = Number(m[1]);
       await waitForPort(proc, port, "host-sim serve", Math.max(1, deadline - Date.now()));

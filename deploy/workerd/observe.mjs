@@ -34,6 +34,7 @@ export const OUTCOMES = [
   "dpop_required", "dpop_token_unbound", "dpop_key_mismatch", "dpop_proof_missing", "dpop_proof_repeated",
   "dpop_proof_with_bearer", "dpop_proof_malformed", "dpop_proof_bad_signature", "dpop_proof_wrong_method",
   "dpop_proof_wrong_uri", "dpop_proof_stale", "dpop_proof_wrong_token", "dpop_proof_replayed",
+  "certificate_required", "certificate_missing", "certificate_mismatch", "dpop_nonce_required",
 ];
 
 /**

@@ -42,5 +42,6 @@ pub mod mint;
 pub mod serve;
 pub mod stream;
 pub mod threads;
+pub mod tls;
 pub mod traffic;
 pub mod upstream;

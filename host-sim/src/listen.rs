@@ -90,7 +90,8 @@ pub async fn serve<H, F>(
     let admission = Admission::new(&limits);
     let (stop, stopping) = watch::channel(false);
     accept(&listener, &admission, shutdown, |stream, remote, slot| {
-        let served = connection(stream, remote, handler.clone(), limits, slot, stopping.clone());
+        let _ = stream.set_nodelay(true);
+        let served = connection(stream, None, remote, handler.clone(), limits, slot, stopping.clone());
         tokio::spawn(async move {
             let _ = served.await;
         });
@@ -166,9 +167,11 @@ pub(crate) async fn accept(
 }
 
 /// Serves one connection until it ends, holding `slot` meanwhile; says
-/// whether it ended on a request head hyper refused and answered.
-pub(crate) async fn connection<H, F>(
-    stream: TcpStream,
+/// whether it ended on a request head hyper refused and answered. Over TLS,
+/// every request carries the connection's `session` in its extensions.
+pub(crate) async fn connection<S, H, F>(
+    stream: S,
+    session: Option<crate::tls::Session>,
     remote: SocketAddr,
     handler: H,
     limits: ClientLimits,
@@ -176,14 +179,17 @@ pub(crate) async fn connection<H, F>(
     mut stopping: watch::Receiver<bool>,
 ) -> Option<RefusedHead>
 where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     H: Fn(Request<Incoming>, SocketAddr) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Response<Body>> + Send + 'static,
 {
-    let _ = stream.set_nodelay(true);
     let activity = Arc::new(Activity::new());
     let io = TokioIo::new(Attached::new(stream, Arc::clone(&activity)));
     let busy = Arc::clone(&activity);
-    let service = hyper::service::service_fn(move |request| {
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        if let Some(session) = session {
+            request.extensions_mut().insert(session);
+        }
         let handler = handler.clone();
         let request_under_way = busy.begin();
         async move {
@@ -407,9 +413,14 @@ impl OnRead for Arc<Activity> {
 /// Binds `addr` and prints `listening on http://ADDR` (the actual port when
 /// `addr` asked for port 0) on stdout, flushed, for scripts and tests.
 pub async fn bind(addr: SocketAddr, what: &str) -> std::io::Result<TcpListener> {
+    bind_for(addr, what, "http").await
+}
+
+/// [`bind`] for clients of `scheme` (`https` when they speak TLS).
+pub async fn bind_for(addr: SocketAddr, what: &str, scheme: &str) -> std::io::Result<TcpListener> {
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    println!("{what} listening on http://{local}");
+    println!("{what} listening on {scheme}://{local}");
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     Ok(listener)

@@ -84,6 +84,9 @@ pub struct ServeArgs {
     /// failing store means.
     #[command(flatten)]
     pub traffic: TrafficArgs,
+    /// HTTPS for clients, and their certificates.
+    #[command(flatten)]
+    pub tls: crate::tls::TlsArgs,
 }
 
 /// What every connection of a serving thread shares.
@@ -196,8 +199,15 @@ impl Gateway {
         // What the access log reads of the request, taken only when it is on.
         let logged = self.log.format.map(|_| Logged::of(&request, remote));
         let head = request_head(&request);
-        // This server speaks plain HTTP; TLS, where used, ends in front of it.
-        let input = Input { scheme: Scheme::Http, peer: Some(remote.ip()), head: &head };
+        // Over TLS (`--tls-cert`) the connection's session says so, with
+        // the thumbprint of the client certificate it verified.
+        let session = request.extensions().get::<crate::tls::Session>().copied();
+        let input = Input {
+            scheme: if session.is_some() { Scheme::Https } else { Scheme::Http },
+            peer: Some(remote.ip()),
+            head: &head,
+            client_certificate: session.and_then(|s| s.client_certificate),
+        };
         let Decided { outcome, counted, waited } = self.decide_and_count(input).await;
         // The module's time: a wait for the rate-limit store is not its.
         let decided = start.elapsed().saturating_sub(waited);
@@ -488,6 +498,10 @@ pub fn run(args: &ServeArgs) -> ExitCode {
         Ok(counting) => counting,
         Err(e) => return fail(e),
     };
+    let tls = match crate::tls::acceptor(&args.tls) {
+        Ok(tls) => tls,
+        Err(e) => return fail(e.to_string()),
+    };
     let log = Log { format: args.access_log, subject: args.log_subject };
     tokio.block_on(async {
         let forwarder = Forwarder::new(overrides.clone(), args.limits.forward());
@@ -518,7 +532,8 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             };
             handlers.push(move |request, remote| Arc::clone(&gateway).handle(request, remote));
         }
-        let listener = match listen::bind(args.listen, "gateway").await {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let listener = match listen::bind_for(args.listen, "gateway", scheme).await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen)),
         };
@@ -533,7 +548,8 @@ pub fn run(args: &ServeArgs) -> ExitCode {
             connections: metrics.as_ref().map(|m| m.connections.clone()),
             refused: Some(refused_heads(log, metrics.clone())),
         };
-        if let Err(e) = threads::serve(listener, handlers, client_limits, watchers, listen::shutdown_signal()).await
+        if let Err(e) =
+            threads::serve(listener, handlers, client_limits, tls, watchers, listen::shutdown_signal()).await
         {
             return fail(format!("serving threads: {e}"));
         }

@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, mpsc, watch};
+use tokio_rustls::TlsAcceptor;
 
 use crate::body::Body;
 use crate::limits::ClientLimits;
@@ -57,6 +58,7 @@ pub async fn serve<H, F>(
     listener: TcpListener,
     handlers: Vec<H>,
     limits: ClientLimits,
+    tls: Option<TlsAcceptor>,
     watchers: Watchers,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()>
@@ -82,6 +84,7 @@ where
             limits,
             stopping: stopping.clone(),
             watchers: watchers.clone(),
+            tls: tls.clone(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("serve-{index}"))
@@ -124,6 +127,8 @@ struct Serving {
     stopping: watch::Receiver<bool>,
     /// The metrics' connection counters and the refused heads' watcher.
     watchers: Watchers,
+    /// Clients speak TLS: the handshake comes first, on the serving thread.
+    tls: Option<TlsAcceptor>,
 }
 
 impl Serving {
@@ -140,8 +145,23 @@ impl Serving {
                 open.fetch_sub(1, Ordering::Relaxed);
                 continue;
             };
-            let served =
-                listen::connection(stream, remote, handler.clone(), self.limits, slot, self.stopping.clone());
+            let _ = stream.set_nodelay(true);
+            let (handler, limits, stopping, tls) =
+                (handler.clone(), self.limits, self.stopping.clone(), self.tls.clone());
+            // A TLS handshake is bounded as a request head is; a client
+            // that fails it is closed, its slot given back.
+            let served = async move {
+                match tls {
+                    None => listen::connection(stream, None, remote, handler, limits, slot, stopping).await,
+                    Some(tls) => match crate::tls::handshake(&tls, stream, limits.head_timeout).await {
+                        Some((stream, session)) => {
+                            listen::connection(stream, Some(session), remote, handler, limits, slot, stopping)
+                                .await
+                        }
+                        None => None,
+                    },
+                }
+            };
             let Watchers { connections, refused } = self.watchers.clone();
             if let Some(counted) = &connections {
                 counted.accepted.inc();

@@ -281,6 +281,8 @@ fn every_reachable_rejection_is_covered() {
         // DPoP needs an issuer that accepts it: testkit/conformance/dpop.test.mjs
         // covers each of its refusals on every host.
         let dpop = format!("{rejection:?}").starts_with("Dpop");
+        // So does a certificate binding: testkit/conformance/certificate.test.mjs.
+        let dpop = dpop || format!("{rejection:?}").starts_with("Certificate");
         assert!(
             covered || fetched_keys || limited || dpop || UNREACHABLE.contains(&rejection),
             "no case for {rejection:?}"

@@ -56,6 +56,7 @@ fn server(
                 listener,
                 vec![handler; threads],
                 limits,
+                None,
                 Default::default(),
                 stopped,
             ))

@@ -159,10 +159,14 @@ fn is_kid(kid: &str) -> bool {
 /// fails here is a shape the document may not have.
 /// Reads one public key object on its own (a DPoP proof's `jwk` header
 /// member, RFC 9449 section 4.2) with the rules of a JWKS key: no private
-/// member, a signing key of an algorithm in `built` (RSA excluded: its
-/// parameters are too costly to derive per request), its material
-/// validated. No `kid` is needed.
-pub fn read_public_key(jwk: &[u8], built: &[Alg]) -> Result<(Alg, Material<'static>), JwksErrorKind> {
+/// member, a signing key of an algorithm in `built`, its material
+/// validated. No `kid` is needed. An RSA modulus is decoded into
+/// `modulus_buf` (512 bytes hold the largest, 4096 bits).
+pub fn read_public_key<'b>(
+    jwk: &[u8],
+    built: &[Alg],
+    modulus_buf: &'b mut [u8],
+) -> Result<(Alg, Material<'b>), JwksErrorKind> {
     let mut reader = Reader::new(jwk).ok_or(JwksErrorKind::NotJwks)?;
     reader.skip_whitespace();
     let (members, private) = read_key(&mut reader, 0).map_err(|e| e.kind)?;
@@ -173,14 +177,10 @@ pub fn read_public_key(jwk: &[u8], built: &[Alg]) -> Result<(Alg, Material<'stat
         return Err(JwksErrorKind::PrivateMembers(private));
     }
     let alg = match key::verdict(&members, built)? {
-        Verdict::Verify(alg @ (Alg::Es256 | Alg::EdDsa)) => alg,
+        Verdict::Verify(alg) => alg,
         _ => return Err(JwksErrorKind::NotJwks),
     };
-    match key::material(&members, alg, &mut [])? {
-        Material::P256 { sec1 } => Ok((alg, Material::P256 { sec1 })),
-        Material::Ed25519 { public } => Ok((alg, Material::Ed25519 { public })),
-        Material::Rsa { .. } => Err(JwksErrorKind::NotJwks),
-    }
+    Ok((alg, key::material(&members, alg, modulus_buf)?))
 }
 
 fn for_each_key<'d>(

@@ -18,13 +18,21 @@ pub struct Input<'a> {
     pub peer: Option<IpAddr>,
     /// The request head: request line, fields, blank line.
     pub head: &'a [u8],
+    /// Over TLS, the SHA-256 of the client certificate the handshake
+    /// verified: certificate-bound tokens (RFC 8705) are checked against it.
+    pub client_certificate: Option<[u8; 32]>,
 }
 
 impl<'a> From<&'a [u8]> for Input<'a> {
     /// A head from a loopback client over plain HTTP: what `host-sim eval`,
     /// the benches and the examples send.
     fn from(head: &'a [u8]) -> Input<'a> {
-        Input { scheme: Scheme::Http, peer: Some(IpAddr::from([127, 0, 0, 1])), head }
+        Input {
+            scheme: Scheme::Http,
+            peer: Some(IpAddr::from([127, 0, 0, 1])),
+            head,
+            client_certificate: None,
+        }
     }
 }
 
@@ -41,7 +49,8 @@ impl<'a> From<&'a Vec<u8>> for Input<'a> {
 }
 
 impl Input<'_> {
-    /// The context line the module reads before the head: `<scheme> <peer>\n`.
+    /// The context line the module reads before the head:
+    /// `<scheme> <peer>[ <certificate thumbprint>]\n`.
     pub fn context_line(&self) -> String {
         let mut line = [0u8; MAX_CONTEXT_LINE];
         let len = self.write_context_line(&mut line);
@@ -51,7 +60,11 @@ impl Input<'_> {
     /// Writes the context line into `out` and returns its length: the
     /// request path's form, without an allocation per request.
     pub fn write_context_line(&self, out: &mut [u8; MAX_CONTEXT_LINE]) -> usize {
-        contract::context::write_line(self.scheme, self.peer, out)
+        let len = contract::context::write_line(self.scheme, self.peer, out);
+        match &self.client_certificate {
+            Some(sha256) => contract::context::write_certificate(out, len, sha256),
+            None => len,
+        }
     }
 }
 
@@ -76,7 +89,12 @@ mod tests {
     fn context_lines() {
         let head: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
         assert_eq!(Input::from(head).context_line(), "http 127.0.0.1\n");
-        let v6 = Input { scheme: Scheme::Https, peer: Some("::ffff:10.0.0.1".parse().expect("ip")), head };
+        let v6 = Input {
+            scheme: Scheme::Https,
+            peer: Some("::ffff:10.0.0.1".parse().expect("ip")),
+            head,
+            client_certificate: None,
+        };
         assert_eq!(v6.context_line(), "https 10.0.0.1\n");
         let unknown = Input { peer: None, ..v6 };
         assert_eq!(unknown.context_line(), "https unknown\n");

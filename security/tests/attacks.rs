@@ -1269,10 +1269,15 @@ fn the_corpus_covers_every_rejection_the_request_path_can_give() {
         // tests of testkit/jwks/ cover it on every host.
         .filter(|r| !matches!(r, KeysUnavailable))
         // A rate limit is answered by `limited` when a host's count refuses,
-        // and DPoP needs an issuer that accepts it: the rate-limit and DPoP
-        // conformance scripts (testkit/conformance/limits-script.mjs,
-        // dpop-script.mjs, with their own fixtures) cover each on every host.
-        .filter(|r| !matches!(r, RateLimited) && !format!("{r:?}").starts_with("Dpop"))
+        // and DPoP and certificate bindings need an issuer that accepts
+        // them: the rate-limit, DPoP and certificate conformance scripts
+        // (testkit/conformance/limits-script.mjs, dpop-script.mjs,
+        // certificate-script.mjs, with their own fixtures) cover each on
+        // every host.
+        .filter(|r| {
+            let name = format!("{r:?}");
+            !matches!(r, RateLimited) && !name.starts_with("Dpop") && !name.starts_with("Certificate")
+        })
         .filter(|r| !corpus.iter().any(|c| c.expect == Expect::Reject(*r)))
         .collect();
     assert!(missing.is_empty(), "no case for {missing:?}");

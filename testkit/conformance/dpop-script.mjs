@@ -22,6 +22,7 @@ import { mintToken } from "../../deploy/workerd/harness.mjs";
 const KEYS = {
   "https://issuer.test": ["TEST-ONLY-fixture-signing-key-0123456789", "fixture"],
   "https://strict.test": ["TEST-ONLY-strict-issuer-signing-key-0123", "strict"],
+  "https://mtls.test": ["TEST-ONLY-mtls-issuer-signing-key-012345", "mtls"],
 };
 
 /** The fixture's realm, named in every challenge. */
@@ -34,7 +35,10 @@ const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
 const sha256 = (data) => createHash("sha256").update(data).digest();
 
 /** The members RFC 7638 section 3.2 requires, by key type, in lexicographic order. */
-const REQUIRED_MEMBERS = { EC: ["crv", "kty", "x", "y"], OKP: ["crv", "kty", "x"] };
+const REQUIRED_MEMBERS = { EC: ["crv", "kty", "x", "y"], OKP: ["crv", "kty", "x"], RSA: ["e", "kty", "n"] };
+
+/** The proof algorithms the fixture's module is built with, as its DPoP challenge lists them. */
+export const PROOF_ALGS = "ES256 EdDSA RS256";
 
 /**
  * The RFC 7638 thumbprint of a public JWK: the required members, in
@@ -49,12 +53,17 @@ export function thumbprint(jwk) {
 }
 
 /**
- * A proof key: `alg` "ES256" (P-256) or "EdDSA" (Ed25519), its public JWK,
- * its private JWK (with "d") and its thumbprint.
+ * A proof key: `alg` "ES256" (P-256), "EdDSA" (Ed25519) or "RS256" (RSA,
+ * `modulusLength` bits), its public JWK, its private JWK (with "d") and its
+ * thumbprint.
  */
-export function proofKey(alg) {
+export function proofKey(alg, { modulusLength = 2048 } = {}) {
   const { publicKey, privateKey } =
-    alg === "ES256" ? generateKeyPairSync("ec", { namedCurve: "P-256" }) : generateKeyPairSync("ed25519");
+    alg === "ES256"
+      ? generateKeyPairSync("ec", { namedCurve: "P-256" })
+      : alg === "RS256"
+        ? generateKeyPairSync("rsa", { modulusLength })
+        : generateKeyPairSync("ed25519");
   const jwk = publicKey.export({ format: "jwk" });
   return { alg, privateKey, jwk, privateJwk: privateKey.export({ format: "jwk" }), jkt: thumbprint(jwk) };
 }
@@ -69,10 +78,11 @@ export function dpopToken(claims, { aud = "orders", iss = "https://issuer.test" 
 /**
  * A DPoP proof by `key` for `htm` `htu` and `token` (its `ath`), made now
  * with a fresh `jti`; `header` and `claims` replace or add members (a
- * member set to undefined is left out), `signature` replaces how the
- * signing input is signed.
+ * member set to undefined is left out), `spell` rewrites the header's JSON
+ * text (to escape a member's name), `signature` replaces how the signing
+ * input is signed.
  */
-export function proof(key, { htm, htu, token, header = {}, claims = {}, signature } = {}) {
+export function proof(key, { htm, htu, token, header = {}, claims = {}, spell = (json) => json, signature } = {}) {
   const head = { typ: "dpop+jwt", alg: key.alg, jwk: key.jwk, ...header };
   const body = {
     jti: b64url(randomBytes(16)),
@@ -83,13 +93,15 @@ export function proof(key, { htm, htu, token, header = {}, claims = {}, signatur
     ...claims,
   };
   const part = (v) => b64url(JSON.stringify(v));
-  const input = `${part(head)}.${part(body)}`;
+  const input = `${b64url(spell(JSON.stringify(head)))}.${part(body)}`;
   const sig = signature
     ? signature(input)
     : key.alg === "ES256"
       ? // JWS ES256 is raw r||s, 64 bytes, not DER (RFC 7518 section 3.4).
         sign("sha256", Buffer.from(input), { key: key.privateKey, dsaEncoding: "ieee-p1363" })
-      : sign(null, Buffer.from(input), key.privateKey);
+      : key.alg === "RS256"
+        ? sign("sha256", Buffer.from(input), key.privateKey)
+        : sign(null, Buffer.from(input), key.privateKey);
   return `${input}.${b64url(sig)}`;
 }
 
@@ -156,7 +168,7 @@ export async function runDpopScript(port, recorder, differences = {}) {
     const res = await send(fields, options);
     assert.equal(res.status, status, `${what}: ${res.status} ${res.body}`);
     assert.deepEqual(JSON.parse(res.body), { error: code, error_description: reason }, what);
-    const challenge = scheme === "DPoP" ? `DPoP algs="ES256 EdDSA", realm="${REALM}"` : `Bearer realm="${REALM}"`;
+    const challenge = scheme === "DPoP" ? `DPoP algs="${PROOF_ALGS}", realm="${REALM}"` : `Bearer realm="${REALM}"`;
     assert.equal(
       res.headers["www-authenticate"],
       `${challenge}, error="${code}", error_description="${reason}"`,
@@ -171,11 +183,14 @@ export async function runDpopScript(port, recorder, differences = {}) {
 
   const es256 = proofKey("ES256");
   const eddsa = proofKey("EdDSA");
+  const rs256 = proofKey("RS256");
+  const rs4096 = proofKey("RS256", { modulusLength: 4096 });
+  const rs1024 = proofKey("RS256", { modulusLength: 1024 });
   const htu = url("/orders/1");
 
   // 1. A bound token with its proof passes, for each proof algorithm; the
   //    same proof a second time is a replay, refused by the host's store.
-  for (const key of [es256, eddsa]) {
+  for (const key of [es256, eddsa, rs256, rs4096]) {
     const sub = `${key.alg.toLowerCase()}-${run}`;
     const token = dpopToken({ sub, cnf: { jkt: key.jkt } });
     const p = proof(key, { htm: "GET", htu, token });
@@ -229,6 +244,10 @@ export async function runDpopScript(port, recorder, differences = {}) {
     ["another token's hash", good({ token: bearer }), proofRefusal("DPoP proof for another token")],
     ["a key that is not the token's", proof(eddsa, { htm: "GET", htu, token }), [401, "DPoP", "invalid_token", "token bound to another DPoP key"]],
     ["a jwk with its private member d", good({ header: { jwk: es256.privateJwk } }), MALFORMED],
+    ["an RSA jwk with its private members", proof(rs256, { htm: "GET", htu, token, header: { jwk: rs256.privateJwk } }), MALFORMED],
+    ["alg RS256 over a P-256 key", good({ header: { alg: "RS256" } }), MALFORMED],
+    ["alg ES256 over an RSA key", proof(rs256, { htm: "GET", htu, token, header: { alg: "ES256" } }), MALFORMED],
+    ["a 1024-bit RSA key", proof(rs1024, { htm: "GET", htu, token }), MALFORMED],
     ["typ JWT", good({ header: { typ: "JWT" } }), MALFORMED],
     [
       "alg HS256",
@@ -237,6 +256,12 @@ export async function runDpopScript(port, recorder, differences = {}) {
     ],
     ["alg none", good({ header: { alg: "none" }, signature: () => Buffer.alloc(0) }), MALFORMED],
     ["a tampered signature", tamper(good()), proofRefusal("DPoP proof signature invalid")],
+    ["the access token itself as the proof", token, MALFORMED],
+    // Escaped member names are the members they spell (RFC 8259 section 7):
+    // a second `typ` written with an escape is a duplicate.
+    ["typ twice, once escaped", good({ spell: (json) => json.replace('{"typ":"dpop+jwt"', '{"typ":"dpop+jwt","\\u0074yp":"JWT"') }), MALFORMED],
+    ["jwk twice, once escaped", good({ spell: (json) => json.replace('"jwk":', `"\\u006awk":${JSON.stringify(eddsa.jwk)},"jwk":`) }), MALFORMED],
+    ["an escaped crit", good({ spell: (json) => json.replace('{"typ"', '{"\\u0063rit":["x"],"typ"') }), MALFORMED],
   ];
   for (const [what, p, refusal] of cases) await refused(dpop(token, p), refusal, `a proof with ${what}`);
 
@@ -256,6 +281,11 @@ export async function runDpopScript(port, recorder, differences = {}) {
     host: "127.0.0.1:80",
   });
   await forwarded(dpop(token, good({ htu: `${htu}?page=2` })), sub, "htu with a query, the request without");
+  await forwarded(
+    dpop(token, good({ spell: (json) => json.replace('"typ"', '"\\u0074yp"').replace('"alg"', '"\\u0061lg"') })),
+    sub,
+    "typ and alg with escaped names",
+  );
 
   // 5. An issuer that requires DPoP: a bearer token of it is refused, the
   //    same caller with a bound token and its proof passes.
@@ -267,11 +297,32 @@ export async function runDpopScript(port, recorder, differences = {}) {
     "a bearer token of an issuer that requires DPoP",
   );
   const strictToken = dpopToken({ sub: strictSub, cnf: { jkt: eddsa.jkt } }, { iss: "https://strict.test" });
-  await forwarded(
-    dpop(strictToken, proof(eddsa, { htm: "GET", htu, token: strictToken })),
-    strictSub,
-    "a bound token of that issuer with its proof",
-  );
+  const strictProof = (claims = {}) => proof(eddsa, { htm: "GET", htu, token: strictToken, claims });
+
+  // 6. That issuer asks for server nonces (RFC 9449 section 9): a proof
+  //    without one, or with one the gateway did not issue, is refused with
+  //    use_dpop_nonce and a fresh nonce; with it, forwarded, and the
+  //    response carries the nonce to use next.
+  const NONCE = [401, "DPoP", "use_dpop_nonce", "DPoP proof needs a fresh nonce"];
+  const first = await refused(dpop(strictToken, strictProof()), NONCE, "a proof without the nonce the issuer asks for");
+  const nonce = first.headers["dpop-nonce"];
+  assert.match(nonce ?? "", /^[A-Za-z0-9_-]{27}$/, "the refusal hands out a nonce");
+  const forgedNonce = `${nonce.slice(0, 26)}${nonce.at(-1) === "A" ? "B" : "A"}`;
+  for (const [bad, what] of [
+    [forgedNonce, "a nonce with its last character changed"],
+    [nonce.slice(0, 26), "a nonce cut short"],
+    ["AAAAAAAAAAAAAAAAAAAAAAAAAAA", "a nonce of the right shape the gateway never issued"],
+    [`${nonce} `, "a nonce with a space"],
+  ]) {
+    const res = await refused(dpop(strictToken, strictProof({ nonce: bad })), NONCE, what);
+    assert.equal(res.headers["dpop-nonce"], nonce, `${what}: the current nonce again`);
+  }
+  const passed = await forwarded(dpop(strictToken, strictProof({ nonce })), strictSub, "a bound token of that issuer with its proof and the nonce");
+  assert.equal(passed.headers["dpop-nonce"], nonce, "the forward's response carries the nonce to use next");
+  // The nonce is the gateway's, never the client's or the upstream's:
+  // another issuer's forwards carry none.
+  const plain = await forwarded(dpop(token, good()), sub, "a proof of an issuer that asks for no nonce");
+  assert.equal(plain.headers["dpop-nonce"], undefined, "no nonce where none is asked for");
 }
 
 /** `compact` with one bit of its signature's first byte flipped. */

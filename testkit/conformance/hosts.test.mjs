@@ -19,7 +19,15 @@ import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { FIXTURE_WASM, ROOT, hostSimServeHelp, mintToken, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { FIXTURE_CONFIG, FIXTURE_ENVOY_WASM, envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import {
+  FIXTURE_CONFIG,
+  FIXTURE_ENVOY_WASM,
+  FIXTURE_NATIVE,
+  envoyFilterReady,
+  envoyNativeReady,
+  startEnvoyFilter,
+  startEnvoyNative,
+} from "../../deploy/envoy/harness.mjs";
 import { WASI_HTTP_FIXTURES, startWasiHttp, wasiHttpReady, withoutPeer } from "../../deploy/wasi-http/harness.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -37,10 +45,16 @@ const ORIGINS = ["http://127.0.0.1:9201", "http://127.0.0.1:9202"];
 
 /** The modules each corpus runs through, as each host loads them (`make fixture`). */
 const MODULES = {
-  forwarding: { wasm: FIXTURE_WASM, envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG }, wasiHttp: WASI_HTTP_FIXTURES.forwarding },
+  forwarding: {
+    wasm: FIXTURE_WASM,
+    envoy: { wasm: FIXTURE_ENVOY_WASM, config: FIXTURE_CONFIG },
+    native: { native: FIXTURE_NATIVE.forwarding, config: FIXTURE_CONFIG },
+    wasiHttp: WASI_HTTP_FIXTURES.forwarding,
+  },
   policies: {
     wasm: join(ROOT, "target", "fixture", "gateway-policies.wasm"),
     envoy: { wasm: join(ROOT, "target", "fixture", "gateway-policies-envoy.wasm"), config: join(ROOT, "testkit", "fixture-policies.toml") },
+    native: { native: FIXTURE_NATIVE.policies, config: join(ROOT, "testkit", "fixture-policies.toml") },
     wasiHttp: WASI_HTTP_FIXTURES.policies,
   },
 };
@@ -423,6 +437,14 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
 // is still a 400.
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
   HOSTS.push(["envoy + gateway filter", "envoy", (recorder, module) => startEnvoyFilter(overrides(recorder), module.envoy)]);
+}
+
+// The same core as a native Envoy dynamic module in the filter's place
+// (build/envoy-native.sh, `envoy-filter --native`): Envoy's HTTP stack is
+// the same, so it states the same outcomes as the filter (`envoy`).
+// Required in `make test` (REQUIRE_ENVOY=1), as the filter is.
+if (envoyNativeReady() || process.env.REQUIRE_ENVOY === "1") {
+  HOSTS.push(["envoy + native module", "envoy", (recorder, module) => startEnvoyNative(overrides(recorder), module.native)]);
 }
 
 // Required in `make test` (REQUIRE_WASI_HTTP=1); skipped elsewhere when wasmtime or the components are not built.

@@ -31,7 +31,15 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { FIXTURE_WASM, HOST_SIM, ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { FIXTURE_CONFIG, FIXTURE_ENVOY_WASM, envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import {
+  FIXTURE_CONFIG,
+  FIXTURE_ENVOY_WASM,
+  FIXTURE_NATIVE,
+  envoyFilterReady,
+  envoyNativeReady,
+  startEnvoyFilter,
+  startEnvoyNative,
+} from "../../deploy/envoy/harness.mjs";
 import { parseExposition } from "../metrics/exposition.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -250,6 +258,20 @@ if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
     },
   });
 }
+// The native module's counters are Envoy's labeled counters, which
+// /stats/prometheus names under `envoy_dynamicmodulescustom_`: read as an
+// operator's relabel rule reads them, without that prefix.
+if (envoyNativeReady() || process.env.REQUIRE_ENVOY === "1") {
+  HOSTS.push({
+    name: "envoy + native module",
+    async start(recorder, module) {
+      const native = { native: FIXTURE_NATIVE[module.name], config: module.envoy.config, admin: true };
+      const gateway = await startEnvoyNative(overrides(recorder), native);
+      const scrape = `http://127.0.0.1:${gateway.adminPort}/stats/prometheus`;
+      return { ...gateway, lines: capture(gateway.proc), scrape, prefix: "envoy_dynamicmodulescustom_" };
+    },
+  });
+}
 
 for (const module of MODULES) {
   describe(`what is counted and logged, ${module.name} corpus`, { timeout: 300000 }, () => {
@@ -294,7 +316,8 @@ for (const module of MODULES) {
             // The Envoy filter hands its counts to Envoy on a tick (at most
             // 1 s after a request): scrape again (bounded) until every
             // decision is there, then read that scrape.
-            const scrape = async () => parseExposition(await (await fetch(gateway.scrape)).text());
+            const unprefixed = (text) => (gateway.prefix ? text.replaceAll(gateway.prefix, "") : text);
+            const scrape = async () => parseExposition(unprefixed(await (await fetch(gateway.scrape)).text()));
             let samples = await scrape();
             for (let i = 0; i < 100 && !isDeepStrictEqual(tallyScrape(samples), expected); i++) {
               await new Promise((r) => setTimeout(r, 50));

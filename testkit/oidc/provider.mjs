@@ -1,7 +1,11 @@
 // Test support: a real OpenID provider on loopback, node-oidc-provider (the
 // npm package oidc-provider, pinned in package.json), set up as an
-// authorization server that issues DPoP-bound JWT access tokens (RFC 9449,
-// RFC 9068) to a confidential client with the client credentials grant.
+// authorization server that issues sender-bound JWT access tokens (RFC
+// 9068) with the client credentials grant: DPoP-bound (RFC 9449) to one
+// confidential client, certificate-bound (RFC 8705) to another. For the
+// second, the test plays the TLS front that ends the client's mutual TLS
+// in front of the provider and hands it the client's certificate in a
+// field (X-Client-Certificate, read by features.mTLS.getCertificate).
 //
 // Its issuer is a fixed origin (testkit/fixture-oidc.toml's `iss`,
 // http://op.test) that no resolver knows: the provider listens on an
@@ -14,11 +18,14 @@
 // htu names are the issuer's (http://op.test/jwks, http://op.test/token).
 // Loopback only; stop() closes it.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
+import { after, before, describe } from "node:test";
 import Provider from "oidc-provider";
 import { ROOT } from "../../deploy/workerd/harness.mjs";
 import { proof } from "../conformance/dpop-script.mjs";
+import { startLimitsRecorder } from "../conformance/limits-script.mjs";
 
 /** The fixture (testkit/fixture-oidc.toml) and its builds (`make fixture`). */
 export const OIDC_CONFIG = join(ROOT, "testkit", "fixture-oidc.toml");
@@ -28,6 +35,40 @@ export const OIDC_WASI_HTTP_WASM = join(ROOT, "target", "fixture", "gateway-oidc
 
 /** The fixture's issuer, the provider's issuer identifier and every token's `iss`. */
 export const ISSUER = "http://op.test";
+
+/** The fixture's route of aud "orders"; each suite moves it to a recorder. */
+export const ROUTE_ORIGIN = "http://127.0.0.1:9201";
+
+/**
+ * For each of `hosts` ([name, REQUIRE_* variable, what it needs built,
+ * start(overrides), ...more]), a suite "`what` through `name`": the
+ * provider, a recording upstream and the host started before its tests
+ * (the issuer's origin moved to the provider, the route's to the
+ * recorder) and stopped after. `tests(started, ...more)` adds the tests;
+ * `started` holds { provider, recorder, host } once they run. A host is
+ * required when its variable is 1 (as scripts/test-extra.sh sets them) and
+ * skipped elsewhere, saying what is missing.
+ */
+export function throughOidcHosts(what, hosts, tests) {
+  for (const [name, require, needs, start, ...more] of hosts) {
+    const missing = needs.filter((path) => !existsSync(path));
+    const skip = process.env[require] !== "1" && missing.length > 0 && `${missing.join(", ")} missing (make fixture host envoy wasmtime)`;
+    describe(`${what} through ${name}`, { skip }, () => {
+      const started = {};
+      before(async () => {
+        started.provider = await startOidcProvider();
+        started.recorder = await startLimitsRecorder();
+        started.host = await start([[ISSUER, started.provider.origin], [ROUTE_ORIGIN, started.recorder.origin]]);
+      });
+      after(async () => {
+        await started.host?.proc.stop();
+        await started.recorder?.stop();
+        await started.provider?.stop();
+      });
+      tests(started, ...more);
+    });
+  }
+}
 
 /**
  * The resource indicators (RFC 8707) the provider knows: each names the
@@ -51,7 +92,9 @@ export function signingJwk(alg, kid) {
 /**
  * Starts the provider on 127.0.0.1 (an ephemeral port). One client,
  * `clientId` with `clientSecret` (client_secret_basic), may use the client
- * credentials grant only, and only with DPoP (`dpop_bound_access_tokens`).
+ * credentials grant only, and only with DPoP (`dpop_bound_access_tokens`);
+ * another, `<clientId>-mtls`, only with its client certificate
+ * (`tls_client_certificate_bound_access_tokens`).
  * Its keys: a fresh ES256 and a fresh RS256 key, published at
  * `<issuer>/jwks` and named by the discovery document.
  *
@@ -60,6 +103,7 @@ export function signingJwk(alg, kid) {
  * token(dpopKey, options), stop() }.
  */
 export async function startOidcProvider({ issuer = ISSUER, clientId = `orders-client-${randomBytes(3).toString("hex")}`, clientSecret = randomBytes(24).toString("base64url") } = {}) {
+  const mtlsClientId = `${clientId}-mtls`;
   const keys = [signingJwk("ES256", `op-es256-${randomBytes(3).toString("hex")}`), signingJwk("RS256", `op-rs256-${randomBytes(3).toString("hex")}`)];
   const provider = new Provider(issuer, {
     clients: [
@@ -73,6 +117,16 @@ export async function startOidcProvider({ issuer = ISSUER, clientId = `orders-cl
         dpop_bound_access_tokens: true,
         scope: ORDERS_SCOPE,
       },
+      {
+        client_id: mtlsClientId,
+        client_secret: clientSecret,
+        grant_types: ["client_credentials"],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: "client_secret_basic",
+        tls_client_certificate_bound_access_tokens: true,
+        scope: ORDERS_SCOPE,
+      },
     ],
     jwks: { keys },
     scopes: [ORDERS_SCOPE],
@@ -82,6 +136,15 @@ export async function startOidcProvider({ issuer = ISSUER, clientId = `orders-cl
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       dPoP: { enabled: true },
+      mTLS: {
+        enabled: true,
+        certificateBoundAccessTokens: true,
+        // The client's certificate, as the TLS front hands it over.
+        getCertificate: (ctx) => {
+          const pem = ctx.get("x-client-certificate");
+          return pem ? decodeURIComponent(pem) : undefined;
+        },
+      },
       introspection: { enabled: false },
       revocation: { enabled: false },
       resourceIndicators: {
@@ -126,6 +189,8 @@ export async function startOidcProvider({ issuer = ISSUER, clientId = `orders-cl
     origin,
     issuer,
     clientId,
+    /** The client whose tokens are bound to its certificate (`token(null, { certificate })`). */
+    mtlsClientId,
     /** The published keys: the public members of the provider's signing keys. */
     jwks: keys.map(({ kty, kid, alg, use, crv, x, y, n, e }) => ({ kty, kid, alg, use, crv, x, y, n, e })),
     /** Every request so far, oldest first. */
@@ -139,11 +204,14 @@ export async function startOidcProvider({ issuer = ISSUER, clientId = `orders-cl
      * picks the resource indicator (and so the signing algorithm), `proofFor`
      * replaces the proof. Resolves to { status, body (parsed JSON), headers }.
      */
-    async token(dpopKey, { resource = "urn:gateway:orders", scope = ORDERS_SCOPE, proofFor } = {}) {
+    async token(dpopKey, { resource = "urn:gateway:orders", scope = ORDERS_SCOPE, proofFor, certificate } = {}) {
+      // With `certificate` (PEM), as the certificate-bound client over mutual TLS.
+      const client = certificate ? mtlsClientId : clientId;
       const headers = {
-        authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString("base64")}`,
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(client)}:${encodeURIComponent(clientSecret)}`).toString("base64")}`,
         "content-type": "application/x-www-form-urlencoded",
       };
+      if (certificate) headers["x-client-certificate"] = encodeURIComponent(certificate);
       if (dpopKey) {
         // A proof for the token endpoint has no access token, so no ath.
         headers.dpop = proofFor ?? proof(dpopKey, { htm: "POST", htu: `${issuer}/token`, token: "", claims: { ath: undefined } });

@@ -1,7 +1,7 @@
 // The upstream-readings suite: real servers (nginx, Express, Fastify, Hono,
 // Flask, Tomcat) behind the module built from testkit/fixture-readings.toml,
-// on every host (host-sim serve, workerd, Envoy with the gateway filter,
-// wasmtime serve with the wasi:http component). Each
+// on every host (host-sim serve, workerd, Envoy with the gateway filter and
+// with the native module, wasmtime serve with the wasi:http component). Each
 // server answers a marker from the handler of each protected resource;
 // every spelling of each protected request (spellings.mjs) goes out as raw
 // bytes on a fresh connection, with credentials that do not meet its rule
@@ -18,7 +18,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ROOT, hostSimServeHelp, mintToken, readFixture, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { ENVOY, ENVOY_FILTER_BIN, envoyFilterReady, startEnvoyFilter, startEnvoyNative } from "../../deploy/envoy/harness.mjs";
 import { WASMTIME, startWasiHttp } from "../../deploy/wasi-http/harness.mjs";
 import { exchange } from "./exchange.mjs";
 import { PROTECTED, battery } from "./spellings.mjs";
@@ -27,6 +27,8 @@ import { SERVER_STARTS, startServers } from "./servers.mjs";
 const FIXTURE = join(ROOT, "target", "fixture");
 const MODULE = join(FIXTURE, "gateway-readings.wasm");
 const ENVOY_MODULE = { wasm: join(FIXTURE, "gateway-readings-envoy.wasm"), config: join(ROOT, "testkit", "fixture-readings.toml") };
+/** The same config as a native Envoy module (build/envoy-native.sh, `make fixture-readings`). */
+const ENVOY_NATIVE = { native: join(FIXTURE, "native", "readings", "libgateway_envoy.so"), config: ENVOY_MODULE.config };
 /** The wasi:http component of the same config, with upstream-override (`make fixture-readings`). */
 const WASI_HTTP_COMPONENT = join(FIXTURE, "gateway-readings-wasi-http.wasm");
 /** Where the summary and every reached marker are written, one line each, for a closer look. */
@@ -117,6 +119,9 @@ if (hostSimServeHelp() || process.env.REQUIRE_HOST_SIM === "1") {
 HOSTS.push(["workerd", (to) => startWorkerd(`${ORIGIN}=${to}`, MODULE)]);
 if (envoyFilterReady() || process.env.REQUIRE_ENVOY === "1") {
   HOSTS.push(["envoy", (to) => startEnvoyFilter([[ORIGIN, to]], ENVOY_MODULE)]);
+}
+if ([ENVOY, ENVOY_FILTER_BIN, ENVOY_NATIVE.native].every((path) => existsSync(path)) || process.env.REQUIRE_ENVOY === "1") {
+  HOSTS.push(["envoy-native", (to) => startEnvoyNative([[ORIGIN, to]], ENVOY_NATIVE)]);
 }
 // `wasmtime serve` as its users run it (a fresh instance per request), the
 // origin moved by GATEWAY_UPSTREAM_OVERRIDE (deploy/wasi-http/harness.mjs).

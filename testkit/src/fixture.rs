@@ -245,6 +245,17 @@ fn policy_of(loaded: &GatewayConfig) -> Policy<'static> {
         },
         limits: limits_of(&policy.limits),
         dpop: dpop_of(loaded),
+        certificate_bound: Box::leak(
+            loaded
+                .issuers
+                .iter()
+                .map(|i| match i.certificate_bound {
+                    Some(c) => worker::config::BindingMode { accept: true, required: c.required },
+                    None => worker::config::BindingMode::OFF,
+                })
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        ),
     }
 }
 
@@ -254,7 +265,9 @@ fn dpop_of(loaded: &GatewayConfig) -> worker::config::Dpop<'static> {
         .issuers
         .iter()
         .map(|i| match i.dpop {
-            Some(d) => DpopIssuer { accept: true, required: d.required, window_secs: d.window_secs },
+            Some(d) => {
+                DpopIssuer { accept: true, required: d.required, window_secs: d.window_secs, nonce: d.nonce }
+            }
             None => DpopIssuer::OFF,
         })
         .collect();
@@ -263,6 +276,10 @@ fn dpop_of(loaded: &GatewayConfig) -> worker::config::Dpop<'static> {
         issuers: Box::leak(issuers.into_boxed_slice()),
         replay_limit: replay.unwrap_or(0) as u8,
         thumbprint_header: loaded.policy.dpop_thumbprint_header.as_deref().map(leak),
+        nonce: loaded.dpop_nonce.as_ref().map(|n| {
+            let (inner, outer) = gateway_config::hmac_key::hmac_sha256_states(n.key.secret());
+            worker::config::DpopNonce { secs: n.secs, key: worker::keys::HmacKey { inner, outer } }
+        }),
     }
 }
 

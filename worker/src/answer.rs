@@ -41,6 +41,9 @@ pub struct AnswerContext<'x> {
     /// For a 429, the bucket that was spent (`crate::limits`).
     #[cfg(policy_limits)]
     pub limited: Option<Refusal>,
+    /// For a proof without a fresh nonce, the one to use (`DPoP-Nonce`).
+    #[cfg(policy_dpop)]
+    pub dpop_nonce: Option<[u8; crate::jose::dpop::NONCE_LEN]>,
 }
 
 /// Why a forward was replaced: the bucket the host found spent, and when
@@ -72,13 +75,21 @@ pub fn write_rejection(
     }
     if rejection.status() == 401 || !code.is_empty() {
         // A DPoP refusal challenges with the DPoP scheme and the proof
-        // algorithms it takes (RFC 9449 section 7.1).
+        // algorithms the build takes (RFC 9449 section 7.1).
         #[cfg(policy_dpop)]
-        let scheme: &[u8] =
-            if rejection.is_dpop() { b"DPoP algs=\"ES256 EdDSA\", realm=\"" } else { b"Bearer realm=\"" };
+        let scheme: &[&[u8]] = match rejection.is_dpop() {
+            true => &[
+                b"DPoP algs=\"",
+                crate::jose::dpop::PROOF_ALG_NAMES.as_bytes(),
+                b"\", realm=\"",
+                config.realm.as_bytes(),
+                b"\"",
+            ],
+            false => &[b"Bearer realm=\"", config.realm.as_bytes(), b"\""],
+        };
         #[cfg(not(policy_dpop))]
-        let scheme: &[u8] = b"Bearer realm=\"";
-        out.add_response_field("www-authenticate", &[scheme, config.realm.as_bytes(), b"\""])?;
+        let scheme: &[&[u8]] = &[b"Bearer realm=\"", config.realm.as_bytes(), b"\""];
+        out.add_response_field("www-authenticate", scheme)?;
         if !code.is_empty() {
             out.extend_value(&[
                 b", error=\"",
@@ -94,6 +105,11 @@ pub fn write_rejection(
         {
             out.extend_value(&[b", scope=\"", context.scope.as_bytes(), b"\""])?;
         }
+    }
+    // The nonce a proof must carry next (RFC 9449 section 9).
+    #[cfg(policy_dpop)]
+    if let Some(nonce) = &context.dpop_nonce {
+        out.add_response_field("dpop-nonce", &[nonce])?;
     }
     // A 429's `Retry-After` and RateLimit fields.
     #[cfg(policy_limits)]

@@ -124,6 +124,29 @@ pub struct Policy<'c> {
     pub limits: Limits<'c>,
     /// DPoP-bound tokens (RFC 9449), per issuer.
     pub dpop: Dpop<'c>,
+    /// Certificate-bound tokens (RFC 8705): what each issuer accepts, by
+    /// issuer index; an issuer past the end accepts none.
+    pub certificate_bound: &'c [BindingMode],
+}
+
+/// Whether an issuer's tokens may be bound to their sender in one way
+/// (a client certificate, RFC 8705), and whether they must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BindingMode {
+    /// Whether tokens bound this way are accepted with their binding proved.
+    pub accept: bool,
+    /// Whether only they are.
+    pub required: bool,
+}
+
+impl BindingMode {
+    /// Not accepted: a token bound this way is refused, as any token with `cnf`.
+    pub const OFF: BindingMode = BindingMode { accept: false, required: false };
+
+    /// Issuer `index`'s mode in `modes`.
+    pub fn of(modes: &[BindingMode], index: usize) -> BindingMode {
+        modes.get(index).copied().unwrap_or(BindingMode::OFF)
+    }
 }
 
 /// DPoP (`crate::dpop`): what each issuer accepts, and the limit that
@@ -136,11 +159,31 @@ pub struct Dpop<'c> {
     pub replay_limit: u8,
     /// The header that carries a verified proof's key thumbprint upstream.
     pub thumbprint_header: Option<&'c str>,
+    /// The nonces proofs must carry, for issuers that ask for them.
+    pub nonce: Option<DpopNonce>,
+}
+
+/// The gateway's DPoP nonces (RFC 9449 section 9): the period each names,
+/// and the key that signs it (`crate::jose::dpop::nonce`).
+#[derive(Clone, Copy)]
+pub struct DpopNonce {
+    /// The period, in seconds; a nonce of this one or the one before passes.
+    pub secs: u32,
+    /// HMAC-SHA256's key states, which the build computes from the key.
+    pub key: HmacKey,
+}
+
+/// Never prints the key.
+impl core::fmt::Debug for DpopNonce {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DpopNonce").field("secs", &self.secs).finish_non_exhaustive()
+    }
 }
 
 impl Dpop<'_> {
     /// No issuer accepts DPoP.
-    pub const NONE: Dpop<'static> = Dpop { issuers: &[], replay_limit: 0, thumbprint_header: None };
+    pub const NONE: Dpop<'static> =
+        Dpop { issuers: &[], replay_limit: 0, thumbprint_header: None, nonce: None };
 
     /// Whether any issuer accepts DPoP: otherwise the request path reads no
     /// `Authorization: DPoP` and no `DPoP` field, as a module built without
@@ -164,11 +207,13 @@ pub struct DpopIssuer {
     pub required: bool,
     /// How far a proof's `iat` may be from now, before the leeway.
     pub window_secs: u32,
+    /// Whether its proofs must carry a nonce the gateway issued.
+    pub nonce: bool,
 }
 
 impl DpopIssuer {
     /// No DPoP: a bound token is refused, as any token with `cnf`.
-    pub const OFF: DpopIssuer = DpopIssuer { accept: false, required: false, window_secs: 0 };
+    pub const OFF: DpopIssuer = DpopIssuer { accept: false, required: false, window_secs: 0, nonce: false };
 }
 
 /// Rate limits (`crate::limits`): the table hosts count with, and the
@@ -288,6 +333,7 @@ impl Policy<'_> {
         rule_names: &[],
         limits: Limits::NONE,
         dpop: Dpop::NONE,
+        certificate_bound: &[],
     };
 }
 

@@ -111,7 +111,8 @@ fn decide<'x>(
     cache: Option<&mut TokenCache>,
     answer_context: &mut AnswerContext<'x>,
 ) -> Result<(u16, Named), Rejection> {
-    let (context, head_bytes) = contract::context::split(input).map_err(|_| Rejection::InvalidContext)?;
+    let (context, head_bytes) = contract::context::split_reading(input, cfg!(policy_certificate))
+        .map_err(|_| Rejection::InvalidContext)?;
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let head = request::parse(head_bytes, &mut fields)?;
     let target = target::normalize(head.method, head.target, arena)?;
@@ -167,9 +168,17 @@ fn decide<'x>(
                     path: target.path(),
                     token,
                 };
-                prove_binding(&head, &request, dpop.is_some(), &verified, config, now, arena)
-                    .inspect_err(|_| answer_context.labels.issuer = u8::try_from(verified.issuer.0).ok())?
+                prove_binding(&head, &request, dpop.is_some(), &verified, config, now, arena).inspect_err(
+                    |rejection| {
+                        answer_context.labels.issuer = u8::try_from(verified.issuer.0).ok();
+                        answer_context.dpop_nonce =
+                            fresh_nonce(*rejection == Rejection::DpopNonceRequired, config, now);
+                    },
+                )?
             };
+            #[cfg(policy_certificate)]
+            prove_certificate(&verified, context.certificate, config)
+                .inspect_err(|_| answer_context.labels.issuer = u8::try_from(verified.issuer.0).ok())?;
             let labels = &mut answer_context.labels;
             labels.outcome = FORWARDED;
             // The route is an element of the table: its index is its offset.
@@ -183,13 +192,15 @@ fn decide<'x>(
                     .inspect_err(|_| answer_context.scope = reached.scope_attribute)?;
             }
             #[cfg(policy_dpop)]
-            let grant_jkt = verified.jkt;
+            let (grant_jkt, grant_issuer) = (verified.jkt, verified.issuer.0);
             #[cfg_attr(not(policy_dpop), allow(unused_mut))]
             let mut grant = Grant::token(verified, token);
             #[cfg(policy_dpop)]
             {
                 grant.jkt = proof.and(grant_jkt);
                 grant.proof = proof;
+                let asks = proof.is_some() && config.policy.dpop.of(grant_issuer).nonce;
+                grant.dpop_nonce = fresh_nonce(asks, config, now);
             }
             grant
         }
@@ -248,7 +259,35 @@ fn prove_binding<'x>(
     }
     let jkt = verified.jkt.ok_or(Rejection::DpopTokenUnbound)?;
     let proof = proof.ok_or(Rejection::DpopProofMissing)?;
-    crate::jose::dpop::check(proof, request, jkt, mode, issuer.leeway_secs, now, arena).map(Some)
+    let nonces = config.policy.dpop.nonce.as_ref();
+    crate::jose::dpop::check(proof, request, jkt, mode, nonces, issuer.leeway_secs, now, arena).map(Some)
+}
+
+/// The nonce to hand the client (`DPoP-Nonce`) when `asks`: a proof of an
+/// issuer that asks for nonces was forwarded, or refused for want of one.
+#[cfg(policy_dpop)]
+fn fresh_nonce(asks: bool, config: &Config<'_>, now: u64) -> Option<[u8; crate::jose::dpop::NONCE_LEN]> {
+    config.policy.dpop.nonce.as_ref().filter(|_| asks).map(|nonces| crate::jose::dpop::nonce(nonces, now))
+}
+
+/// Checks a certificate-bound token against the connection (RFC 8705
+/// section 3): the client certificate the host verified in the TLS
+/// handshake must be the one the token names (`cnf["x5t#S256"]`). A token
+/// bound to no certificate passes, unless its issuer requires the binding.
+#[cfg(policy_certificate)]
+fn prove_certificate(
+    verified: &Verified<'_, '_>,
+    presented: Option<&str>,
+    config: &Config<'_>,
+) -> Result<(), Rejection> {
+    let mode = crate::config::BindingMode::of(config.policy.certificate_bound, verified.issuer.0);
+    match (verified.x5t, presented) {
+        (None, _) if mode.required => Err(Rejection::CertificateRequired),
+        (None, _) => Ok(()),
+        (Some(_), None) => Err(Rejection::CertificateMissing),
+        (Some(bound), Some(presented)) if bound == presented => Ok(()),
+        (Some(_), Some(_)) => Err(Rejection::CertificateMismatch),
+    }
 }
 
 /// Verifies `token` (or finds it verified in `cache`) and checks its claims

@@ -239,17 +239,47 @@ impl<'k> Lookup<'k> {
 }
 
 #[cfg(feature = "rs256")]
-pub use rsa::{MAX_MODULUS_BYTES, Modulus, RsaKey, params_2048, params_3072, params_4096};
+pub use rsa::{
+    MAX_MODULUS_BYTES, Modulus, RsaKey, params_2048, params_3072, params_4096, params_of, with_key,
+};
 
 #[cfg(feature = "rs256")]
 mod rsa {
     use core::fmt;
 
     use crypto_bigint::modular::FixedMontyParams;
-    use crypto_bigint::{Odd, U2048, U3072, U4096};
+    use crypto_bigint::{Odd, U2048, U3072, U4096, Uint};
+
+    use super::VerifyingKey;
 
     /// The largest modulus, in bytes (4096 bits).
     pub const MAX_MODULUS_BYTES: usize = 512;
+
+    /// The Montgomery parameters of `modulus` (big-endian bytes) at the
+    /// width of `LIMBS`; `None` for a modulus wider than that, or even.
+    pub fn params_of<const LIMBS: usize>(modulus: &[u8]) -> Option<FixedMontyParams<LIMBS>> {
+        let width = Uint::<LIMBS>::BYTES;
+        let mut bytes = [0u8; MAX_MODULUS_BYTES];
+        bytes.get_mut(width.checked_sub(modulus.len())?..width)?.copy_from_slice(modulus);
+        let n = Odd::new(Uint::<LIMBS>::from_be_slice(&bytes[..width])).into_option()?;
+        Some(FixedMontyParams::new_vartime(n))
+    }
+
+    /// Calls `f` with the key of `modulus` and `exponent` (validated by the
+    /// JWKS rules), its parameters computed now, on the stack: for a key
+    /// met once, such as a DPoP proof's. `None` for a modulus no width holds.
+    pub fn with_key<R>(modulus: &[u8], exponent: u64, f: impl FnOnce(&VerifyingKey<'_>) -> R) -> Option<R> {
+        let len = modulus.len();
+        let with = |m: Modulus<'_>| f(&VerifyingKey::Rs256(RsaKey { kid: "", len, exponent, modulus: m }));
+        match len {
+            0..=256 => Some(with(Modulus::Bits2048(&params_of::<{ U2048::LIMBS }>(modulus)?))),
+            257..=384 => Some(with(Modulus::Bits3072(&params_of::<{ U3072::LIMBS }>(modulus)?))),
+            385..=MAX_MODULUS_BYTES => {
+                Some(with(Modulus::Bits4096(&params_of::<{ U4096::LIMBS }>(modulus)?)))
+            }
+            _ => None,
+        }
+    }
 
     /// An RSA public key, ready to verify: its Montgomery parameters at the
     /// smallest of the three widths that holds the modulus.

@@ -34,7 +34,21 @@ fn main() -> ExitCode {
     let issuers: Vec<String> = config
         .issuers
         .iter()
-        .map(|i| format!("{} (leeway {} s)", i.iss.as_deref().unwrap_or("any issuer"), i.leeway_secs))
+        .map(|i| {
+            let mut bindings = Vec::new();
+            if let Some(dpop) = i.dpop {
+                bindings.push(if dpop.required { "DPoP required" } else { "DPoP accepted" });
+            }
+            if let Some(certificate) = i.certificate_bound {
+                bindings.push(if certificate.required {
+                    "certificate binding required"
+                } else {
+                    "certificate binding accepted"
+                });
+            }
+            let bindings: String = bindings.iter().map(|b| format!(", {b}")).collect();
+            format!("{} (leeway {} s{bindings})", i.iss.as_deref().unwrap_or("any issuer"), i.leeway_secs)
+        })
         .collect();
     let policy = &config.policy;
     println!(

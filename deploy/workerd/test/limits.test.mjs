@@ -157,7 +157,7 @@ function limitsModule(table = "limit a 3 60 3 1\nlimit b 2 60 2 0") {
     ${text.map(([at, s]) => `(data (i32.const ${at}) "${esc(s)}")`).join(" ")}
     (global $p (mut i32) (i32.const 0)) (global $l (mut i32) (i32.const 0))
     (global $h (mut i32) (i32.const 0)) (global $b (mut i32) (i32.const -1)) (global $r (mut i32) (i32.const 0)) (global $t (mut i32) (i32.const 0))
-    (func (export "abi_version") (result i32) (i32.const 5))
+    (func (export "abi_version") (result i32) (i32.const 6))
     (func (export "input_ptr") (result i32) (i32.const 0))
     (func (export "input_capacity") (result i32) (i32.const 4000))
     (func (export "routes") (result i32) (global.set $l (i32.const 0)) (i32.const 0))

@@ -524,5 +524,6 @@ fn a_small_scratch_region_is_a_500_not_a_panic() {
 }
 
 /// The request path with every policy.
+mod certificate;
 mod limits;
 mod policies;

@@ -93,6 +93,10 @@ pub struct Grant<'c, 'a> {
     /// (`crate::jose::dpop`): a bucket of the `dpop-proofs` limit.
     #[cfg(policy_dpop)]
     pub proof: Option<crate::jose::dpop::ProofId>,
+    /// The nonce the client's next proof carries (`DPoP-Nonce` on the
+    /// response), when its issuer asks for them.
+    #[cfg(policy_dpop)]
+    pub dpop_nonce: Option<[u8; crate::jose::dpop::NONCE_LEN]>,
     /// The thumbprint of the DPoP key the request proved (`cnf.jkt`).
     #[cfg(policy_dpop)]
     pub jkt: Option<&'a str>,
@@ -113,6 +117,8 @@ impl<'c, 'a> Grant<'c, 'a> {
             proof: None,
             #[cfg(policy_dpop)]
             jkt: None,
+            #[cfg(policy_dpop)]
+            dpop_nonce: None,
         }
     }
 
@@ -198,6 +204,13 @@ pub fn write_plan(
     }
     #[cfg(policy_limits)]
     crate::limits::write_policy_fields(out, &grant.keyed(), config)?;
+    // The nonce the client's next proof carries; the upstream's own is not
+    // the gateway's to hand out.
+    #[cfg(policy_dpop)]
+    if let Some(nonce) = &grant.dpop_nonce {
+        out.drop_response_field("dpop-nonce")?;
+        out.add_response_field("dpop-nonce", &[nonce])?;
+    }
     Ok(())
 }
 
@@ -389,7 +402,7 @@ mod tests {
         let mut buf = std::vec![0u8; 16 << 10];
         let mut out = Encoder::new(&mut buf);
         let grant = Grant { subject: sub, ..Grant::public(&ROUTE) };
-        let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7" };
+        let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7", certificate: None };
         let config = config(hops);
         write_plan(
             &mut out,

@@ -37,9 +37,11 @@
 //!   An empty `sub` names no one: no subject is forwarded, as without one.
 //! - `cnf` (RFC 7800), when present and not `null`, binds the token to a
 //!   key its sender must prove (DPoP's `jkt`, a certificate's `x5t#S256`).
-//!   The gateway verifies no binding in this module, so such a token is
-//!   refused ("token bound to a key (cnf) not verified here"), never
-//!   accepted as a bearer token: RFC 9449 section 7.2, RFC 8705 section 3.
+//!   A binding the token's issuer accepts (`dpop`, `certificate_bound`) is
+//!   kept for the request to prove (`crate::decide`); any other, or a `cnf`
+//!   with more than one member, is refused ("token bound to a key (cnf) not
+//!   verified here"), never accepted as a bearer token: RFC 9449 section
+//!   7.2, RFC 8705 section 3.
 //! - The claims the policy reads (scopes, roles, claim values, claim
 //!   headers) are kept as the raw JSON of their values, checked by the same
 //!   pass; `crate::policy` judges them.
@@ -83,6 +85,11 @@ pub struct Verified<'c, 'a> {
     /// (`crate::jose::dpop`).
     #[cfg(policy_dpop)]
     pub jkt: Option<&'a str>,
+    /// The thumbprint of the client certificate the token is bound to
+    /// (`cnf["x5t#S256"]`), when its issuer accepts certificate-bound
+    /// tokens: the connection must have presented that certificate.
+    #[cfg(policy_certificate)]
+    pub x5t: Option<&'a str>,
 }
 
 /// The raw JSON value of each claim the policy reads, by its index in the
@@ -118,9 +125,9 @@ struct Claims<'c, 'a> {
     sub: Option<&'a str>,
     /// Whether `cnf` binds the token to a key its sender must prove.
     bound: bool,
-    /// `cnf.jkt` when `cnf` holds that alone (a DPoP key's thumbprint).
-    #[cfg(policy_dpop)]
-    jkt: Option<&'a str>,
+    /// `cnf.jkt` or `cnf["x5t#S256"]`, when `cnf` holds one of them alone.
+    #[cfg(any(policy_dpop, policy_certificate))]
+    confirmation: Confirmation<'a>,
     /// How many audiences `aud` lists (a string is one).
     audiences: usize,
     /// The route of the first audience that has one.
@@ -312,11 +319,11 @@ fn read_member<'c, 'a>(
         Member::Sub => claims.sub = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
         Member::Cnf => {
             claims.bound = true;
-            #[cfg(policy_dpop)]
+            #[cfg(any(policy_dpop, policy_certificate))]
             {
-                claims.jkt = confirmation_jkt(reader, arena)?;
+                claims.confirmation = confirmation(reader, arena)?;
             }
-            #[cfg(not(policy_dpop))]
+            #[cfg(not(any(policy_dpop, policy_certificate)))]
             if !reader.skip_value(1) {
                 return Err(MALFORMED);
             }
@@ -471,10 +478,17 @@ fn judge<'c, 'a>(
     // A binding the gateway can verify for this issuer is kept for the
     // request to prove; any other is refused.
     #[cfg(policy_dpop)]
-    let jkt = claims.jkt.filter(|_| config.policy.dpop.of(index).accept);
+    let jkt = claims.confirmation.jkt.filter(|_| config.policy.dpop.of(index).accept);
     #[cfg(not(policy_dpop))]
     let jkt: Option<&str> = None;
-    if claims.bound && jkt.is_none() {
+    #[cfg(policy_certificate)]
+    let x5t = claims
+        .confirmation
+        .x5t
+        .filter(|_| crate::config::BindingMode::of(config.policy.certificate_bound, index).accept);
+    #[cfg(not(policy_certificate))]
+    let x5t: Option<&str> = None;
+    if claims.bound && jkt.is_none() && x5t.is_none() {
         return Err(Rejection::BoundToken);
     }
     // RFC 7519 section 4.1.4: the current time must be before `exp`. `now`
@@ -505,33 +519,48 @@ fn judge<'c, 'a>(
         claims: claims.values,
         #[cfg(policy_dpop)]
         jkt,
+        #[cfg(policy_certificate)]
+        x5t,
     })
 }
 
-/// The `cnf` object's `jkt` (RFC 9449 section 6.1) when it is the one
-/// member, a string; `None` for any other confirmation (a certificate's
-/// `x5t#S256`, several methods), which this gateway does not verify.
-#[cfg(policy_dpop)]
-fn confirmation_jkt<'a>(
-    reader: &mut Reader<'a>,
-    arena: &mut Arena<'a>,
-) -> Result<Option<&'a str>, Rejection> {
+/// The confirmation methods of `cnf` the gateway can verify: a DPoP key's
+/// thumbprint (`jkt`, RFC 9449 section 6.1) or a client certificate's
+/// (`x5t#S256`, RFC 8705 section 3.1).
+#[cfg(any(policy_dpop, policy_certificate))]
+#[derive(Debug, Clone, Copy, Default)]
+struct Confirmation<'a> {
+    jkt: Option<&'a str>,
+    x5t: Option<&'a str>,
+}
+
+/// The `cnf` object's `jkt` or `x5t#S256` when it is the one member, a
+/// string; neither for any other confirmation (another method, or several
+/// at once), which this gateway does not verify.
+#[cfg(any(policy_dpop, policy_certificate))]
+fn confirmation<'a>(reader: &mut Reader<'a>, arena: &mut Arena<'a>) -> Result<Confirmation<'a>, Rejection> {
     const MALFORMED: Rejection = Rejection::MalformedClaims;
     let Some(mut more) = reader.open(b'{', b'}') else {
         return match reader.skip_value(1) {
-            true => Ok(None),
+            true => Ok(Confirmation::default()),
             false => Err(MALFORMED),
         };
     };
-    let (mut jkt, mut others) = (None, false);
+    let (mut found, mut members) = (Confirmation::default(), 0u8);
     while more {
-        let mut buf = [0u8; json::NAME_BYTES];
+        // The longest name read here, `x5t#S256`, decoded.
+        let mut buf = [0u8; 8];
         let name = reader.name().ok_or(MALFORMED)?;
-        match json::member_name(name, &mut buf) {
-            Some("jkt") if jkt.is_none() => jkt = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
-            Some("jkt") => return Err(MALFORMED),
-            _ => {
-                others = true;
+        members = members.saturating_add(1);
+        let slot = match json::member_name(name, &mut buf) {
+            Some("jkt") => Some(&mut found.jkt),
+            Some("x5t#S256") => Some(&mut found.x5t),
+            _ => None,
+        };
+        match slot {
+            Some(slot) if slot.is_none() => *slot = Some(text(reader.string().ok_or(MALFORMED)?, arena)?),
+            Some(_) => return Err(MALFORMED),
+            None => {
                 if !reader.skip_value(2) {
                     return Err(MALFORMED);
                 }
@@ -539,7 +568,7 @@ fn confirmation_jkt<'a>(
         }
         more = reader.more(b'}').ok_or(MALFORMED)?;
     }
-    Ok(jkt.filter(|_| !others))
+    Ok(if members == 1 { found } else { Confirmation::default() })
 }
 
 /// True when `value` reaches the upstream as the same bytes in a header:

@@ -16,13 +16,20 @@
 //! `dpop-proofs` limit for it (`crate::limits`), keyed by its hash.
 //!
 //! Checked in this order, so the cheap refusals come first and a proof is
-//! verified only once its form is right. Server nonces (RFC 9449 section
-//! 9) are not asked for.
+//! verified only once its form is right.
+//!
+//! Server nonces (RFC 9449 section 9), for an issuer with `dpop_nonce`: the
+//! proof's `nonce` must be one the gateway issued in this period or the one
+//! before ([`nonce`]). A nonce is the period's number and its HMAC under
+//! the config's key, so any instance of any host issues and checks it
+//! without shared state. A refusal carries a fresh one (`DPoP-Nonce`), and
+//! so does every forward of a proof, so a client rarely meets the refusal.
 
 use contract::Scheme;
+use contract::base64url::encode;
 
 use crate::arena::Arena;
-use crate::config::DpopIssuer;
+use crate::config::{DpopIssuer, DpopNonce};
 use crate::http::request::{Head, trim_ows};
 use crate::http::target;
 use crate::jose::json::{self, Reader};
@@ -31,8 +38,9 @@ use crate::keys::VerifyingKey;
 use crate::reject::Rejection;
 use gateway_jose::jwks::{self, Alg, Material};
 
-/// The longest proof accepted: a P-256 proof with its key is about 600 bytes.
-pub const MAX_PROOF_BYTES: usize = 2048;
+/// The longest proof accepted: a P-256 proof with its key is about 600
+/// bytes, an RS256 proof with a 4096-bit key about 2,000.
+pub const MAX_PROOF_BYTES: usize = if cfg!(feature = "rs256") { 4096 } else { 2048 };
 
 /// The longest `jti` accepted.
 const MAX_JTI_BYTES: usize = 256;
@@ -41,13 +49,65 @@ const MAX_JTI_BYTES: usize = 256;
 /// bytes in base64url (22 characters).
 pub type ProofId = [u8; 22];
 
+/// The length of a nonce: 4 bytes of period and 16 of HMAC, in base64url.
+pub const NONCE_LEN: usize = 27;
+
+/// The nonce the gateway issues at `now`.
+pub fn nonce(config: &DpopNonce, now: u64) -> [u8; NONCE_LEN] {
+    nonce_of_period(config, now / u64::from(config.secs.max(1)))
+}
+
+/// The nonce of `period`: its number (4 bytes, big-endian, wrapping) and
+/// the first 16 bytes of its HMAC, in base64url.
+fn nonce_of_period(config: &DpopNonce, period: u64) -> [u8; NONCE_LEN] {
+    let number = (period as u32).to_be_bytes();
+    let mut message = [0u8; 14];
+    message[..10].copy_from_slice(b"dpop-nonce");
+    message[10..].copy_from_slice(&number);
+    let mut bytes = [0u8; 20];
+    bytes[..4].copy_from_slice(&number);
+    bytes[4..].copy_from_slice(&signature::hmac(&config.key, &message)[..16]);
+    let mut out = [0u8; NONCE_LEN];
+    encode(&bytes, &mut out);
+    out
+}
+
+/// Whether `presented` is the nonce of this period or the one before.
+fn nonce_is_fresh(config: &DpopNonce, presented: &[u8], now: u64) -> bool {
+    let period = now / u64::from(config.secs.max(1));
+    let matches = |p: u64| {
+        presented.len() == NONCE_LEN && bool::from(crate::ct::eq(presented, &nonce_of_period(config, p)))
+    };
+    matches(period) || (period > 0 && matches(period - 1))
+}
+
 /// The algorithms proofs are verified with in this build.
 const PROOF_ALGS: &[Alg] = &[
     #[cfg(feature = "es256")]
     Alg::Es256,
     #[cfg(feature = "eddsa")]
     Alg::EdDsa,
+    #[cfg(feature = "rs256")]
+    Alg::Rs256,
 ];
+
+/// Those algorithms' names, as a refusal's challenge lists them (`algs`,
+/// RFC 9449 section 7.1).
+pub const PROOF_ALG_NAMES: &str =
+    match (cfg!(feature = "es256"), cfg!(feature = "eddsa"), cfg!(feature = "rs256")) {
+        (true, true, true) => "ES256 EdDSA RS256",
+        (true, true, false) => "ES256 EdDSA",
+        (true, false, true) => "ES256 RS256",
+        (true, false, false) => "ES256",
+        (false, true, true) => "EdDSA RS256",
+        (false, true, false) => "EdDSA",
+        (false, false, true) => "RS256",
+        (false, false, false) => "",
+    };
+
+/// The buffer a proof key's RSA modulus is decoded into: 4096 bits in a
+/// build that verifies RS256 proofs, nothing otherwise.
+const MODULUS_BYTES: usize = if cfg!(feature = "rs256") { 512 } else { 0 };
 
 /// The request's DPoP proof, if it carries one: exactly one `DPoP` field.
 /// A comma, which no proof holds, is two fields joined by a front end
@@ -77,12 +137,15 @@ pub struct Request<'r> {
 }
 
 /// Checks `proof` for `request` at `now`, against the token's `jkt` and its
-/// issuer's window and `leeway`; returns the proof's replay key.
+/// issuer's window and `leeway` (and the gateway's nonces, when the issuer
+/// asks for them); returns the proof's replay key.
+#[allow(clippy::too_many_arguments)] // the proof, the request and what it is held to
 pub fn check<'a>(
     proof: &'a [u8],
     request: &Request<'_>,
     jkt: &str,
     issuer: DpopIssuer,
+    nonces: Option<&DpopNonce>,
     leeway: u64,
     now: u64,
     arena: &mut Arena<'a>,
@@ -94,7 +157,9 @@ pub fn check<'a>(
     let parts = jws::split(proof).map_err(|_| MALFORMED)?;
     let header = jws::decode(parts.header, arena).map_err(|_| MALFORMED)?;
     let (alg, jwk) = read_header(header).ok_or(MALFORMED)?;
-    let (key_alg, material) = jwks::read_public_key(jwk, PROOF_ALGS).map_err(|_| MALFORMED)?;
+    let mut modulus_buf = [0u8; MODULUS_BYTES];
+    let (key_alg, material) =
+        jwks::read_public_key(jwk, PROOF_ALGS, &mut modulus_buf).map_err(|_| MALFORMED)?;
     if key_alg != alg {
         return Err(MALFORMED);
     }
@@ -109,6 +174,13 @@ pub fn check<'a>(
             let key = VerifyingKey::EdDsa(crate::keys::EdKey { kid: "", public });
             signature::verify_jws(&key, parts.signing_input, parts.signature)
         }
+        // The key's Montgomery parameters, derived for this proof alone.
+        #[cfg(feature = "rs256")]
+        Material::Rsa { modulus, exponent } => crate::keys::with_key(modulus, *exponent, |key| {
+            signature::verify_jws(key, parts.signing_input, parts.signature)
+        })
+        .unwrap_or(Err(MALFORMED)),
+        #[allow(unreachable_patterns)] // a build of every algorithm has no other key
         _ => Err(MALFORMED),
     };
     verified.map_err(|_| Rejection::DpopProofBadSignature)?;
@@ -132,6 +204,13 @@ pub fn check<'a>(
     }
     if thumbprint(&material).as_slice() != jkt.as_bytes() {
         return Err(Rejection::DpopKeyMismatch);
+    }
+    // Last: a client that proved everything else learns the nonce to use.
+    if issuer.nonce {
+        let fresh = nonces.zip(claims.nonce).is_some_and(|(n, presented)| nonce_is_fresh(n, presented, now));
+        if !fresh {
+            return Err(Rejection::DpopNonceRequired);
+        }
     }
     let mut id = [0u8; 22];
     encode(&signature::sha256(claims.jti)[..16], &mut id);
@@ -173,6 +252,7 @@ fn read_header(json: &[u8]) -> Option<(Alg, &[u8])> {
     let alg = match alg? {
         "ES256" => Alg::Es256,
         "EdDSA" => Alg::EdDsa,
+        "RS256" => Alg::Rs256,
         _ => return None,
     };
     Some((alg, jwk?))
@@ -185,23 +265,26 @@ struct ProofClaims<'a> {
     htu: &'a [u8],
     iat: u64,
     ath: &'a [u8],
+    nonce: Option<&'a [u8]>,
 }
 
 /// Reads the proof's claims in one strict pass: each at most once, `jti`,
 /// `htm`, `htu` and `ath` strings without escapes, `iat` a whole number.
 fn read_claims(json: &[u8]) -> Option<ProofClaims<'_>> {
     let mut reader = Reader::new(json)?;
-    let (mut jti, mut htm, mut htu, mut iat, mut ath) = (None, None, None, None, None);
+    let (mut jti, mut htm, mut htu, mut iat, mut ath, mut nonce) = (None, None, None, None, None, None);
     reader.skip_whitespace();
     let mut more = reader.open(b'{', b'}')?;
     while more {
-        let mut buf = [0u8; json::NAME_BYTES];
+        // The longest claim name read, `nonce`.
+        let mut buf = [0u8; 5];
         let name = json::member_name(reader.name()?, &mut buf);
         let slot = match name {
             Some("jti") => &mut jti,
             Some("htm") => &mut htm,
             Some("htu") => &mut htu,
             Some("ath") => &mut ath,
+            Some("nonce") => &mut nonce,
             Some("iat") => {
                 let number = reader.number()?;
                 let seconds = core::str::from_utf8(number).ok()?.parse::<u64>().ok()?;
@@ -229,7 +312,7 @@ fn read_claims(json: &[u8]) -> Option<ProofClaims<'_>> {
     if !reader.at_end() {
         return None;
     }
-    Some(ProofClaims { jti, htm: htm?, htu: htu?, iat: iat?, ath: ath? })
+    Some(ProofClaims { jti, htm: htm?, htu: htu?, iat: iat?, ath: ath?, nonce })
 }
 
 /// Whether `htu` names the request's URI: the same scheme and authority
@@ -264,7 +347,9 @@ fn same_uri<'a>(htu: &'a [u8], request: &Request<'_>, arena: &mut Arena<'a>) -> 
 /// The key's RFC 7638 thumbprint in base64url: SHA-256 of its required
 /// members in lexicographic order, without whitespace.
 fn thumbprint(material: &Material<'_>) -> [u8; 43] {
-    let mut json = [0u8; 160];
+    // The longest: an RSA key's, with a 4096-bit modulus in base64url (683
+    // characters) and its exponent.
+    let mut json = [0u8; if cfg!(feature = "rs256") { 768 } else { 160 }];
     let mut len = 0;
     let mut push = |bytes: &[u8]| {
         json[len..len + bytes.len()].copy_from_slice(bytes);
@@ -287,27 +372,29 @@ fn thumbprint(material: &Material<'_>) -> [u8; 43] {
             push(&coordinate);
             push(br#""}"#);
         }
-        Material::Rsa { .. } => {}
+        Material::Rsa { modulus, exponent } => {
+            // RFC 7638 section 3.3: `e`, `kty`, `n`; each integer in its
+            // shortest big-endian bytes (RFC 7518 section 6.3.1).
+            let exponent = exponent.to_be_bytes();
+            let exponent = &exponent[exponent.iter().position(|&b| b != 0).unwrap_or(7)..];
+            let mut text = [0u8; 683];
+            push(br#"{"e":""#);
+            let len = (4 * exponent.len()).div_ceil(3);
+            encode(exponent, &mut text[..len]);
+            push(&text[..len]);
+            push(br#"","kty":"RSA","n":""#);
+            let len = (4 * modulus.len()).div_ceil(3);
+            match text.get_mut(..len) {
+                Some(out) => encode(modulus, out),
+                None => return [0; 43],
+            }
+            push(&text[..len]);
+            push(br#""}"#);
+        }
     }
     let mut out = [0u8; 43];
     encode(&signature::sha256(&json[..len]), &mut out);
     out
-}
-
-/// Base64url without padding of `bytes` into `out`, which holds exactly
-/// its length (`ceil(4 * len / 3)`); a shorter `out` takes the prefix.
-fn encode(bytes: &[u8], out: &mut [u8]) {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut at = 0;
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            if let Some(slot) = out.get_mut(at) {
-                *slot = ALPHABET[(n >> (18 - 6 * i) & 63) as usize];
-            }
-            at += 1;
-        }
-    }
 }
 
 #[cfg(test)]

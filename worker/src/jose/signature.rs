@@ -50,9 +50,14 @@ pub fn verify_jws(key: &VerifyingKey<'_>, signing_input: &[u8], signature: &[u8]
 
 /// Checks that `signature` is the HMAC-SHA256 of `signing_input` under `key`.
 pub fn verify(key: &HmacKey, signing_input: &[u8], signature: &[u8; 32]) -> Result<(), Rejection> {
-    let inner = finish(key.inner, signing_input);
-    let tag = finish(key.outer, &inner);
+    let tag = hmac(key, signing_input);
     if bool::from(crate::ct::eq(&tag, signature)) { Ok(()) } else { Err(Rejection::BadSignature) }
+}
+
+/// The HMAC-SHA256 of `message` under `key`.
+pub fn hmac(key: &HmacKey, message: &[u8]) -> [u8; 32] {
+    let inner = finish(key.inner, message);
+    finish(key.outer, &inner)
 }
 
 /// SHA-256's initial state (FIPS 180-4 section 5.3.3).

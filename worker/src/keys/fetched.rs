@@ -323,8 +323,7 @@ mod rsa {
     //! for a compiled key ([`crate::keys::params_2048`]), computed once here
     //! when the key is installed.
 
-    use crypto_bigint::modular::FixedMontyParams;
-    use crypto_bigint::{Odd, U2048, U3072, U4096, Uint};
+    use crypto_bigint::{U2048, U3072, U4096};
 
     use super::{RsaStored, Stored};
     use crate::keys::{MAX_MODULUS_BYTES, Modulus, RsaKey, VerifyingKey};
@@ -342,11 +341,7 @@ mod rsa {
     }
 
     fn at_width<const LIMBS: usize>(modulus: &[u8], exponent: u64) -> Option<RsaStored<LIMBS>> {
-        let width = Uint::<LIMBS>::BYTES;
-        let mut bytes = [0u8; MAX_MODULUS_BYTES];
-        bytes.get_mut(width.checked_sub(modulus.len())?..width)?.copy_from_slice(modulus);
-        let n = Odd::new(Uint::<LIMBS>::from_be_slice(&bytes[..width])).into_option()?;
-        Some(RsaStored { len: modulus.len(), exponent, params: FixedMontyParams::new_vartime(n) })
+        Some(RsaStored { len: modulus.len(), exponent, params: crate::keys::params_of::<LIMBS>(modulus)? })
     }
 
     pub(super) fn key<'k, const LIMBS: usize>(

@@ -9,51 +9,67 @@
 use contract::fields::HostAnswer;
 use contract::outcome::Labels;
 
-use crate::UPSTREAM_HEADER;
-use crate::decision::{self, Decision, Forward, Operation};
-use crate::input::{self, HeaderMap, Scheme};
+use crate::decision::{self, Decision, Forward};
+use crate::input::{self, HeaderMap};
 use crate::instance::INSTANCE;
 use crate::metrics;
+#[cfg(response_edits)]
+use crate::plan::ResponseEdits;
+use crate::plan::{self, Fields, GateError, PlanError};
 use crate::raw::{self, Action, LogLevel};
 use crate::reply::{answer_with, host_answer};
 
-/// Why a request could not be decided or carried out.
-#[derive(Debug, thiserror::Error)]
-enum FilterError {
-    /// Envoy refused a host call: its status code.
-    #[error("host call failed: status {0}")]
-    Host(u32),
-    /// The header map cannot be written as a request head.
-    #[error(transparent)]
-    Input(#[from] input::InputError),
-    /// The core's output cannot be carried out.
-    #[error("the decision cannot be read: {0}")]
-    Decision(#[from] decision::DecodeError),
-    /// The instance was in use: a re-entrant call, which Envoy never makes.
-    #[error("the core's instance is busy")]
-    Busy,
-    /// The forward changes the upstream's response, which this build has no
-    /// response callback for: its config has neither CORS nor rate limits,
-    /// the policies that change responses, so the core never asks. Refused,
-    /// not ignored.
-    #[cfg(not(response_edits))]
-    #[error("the decision changes the response, which this build of the filter cannot")]
-    ResponseEdits,
-}
+/// A host call Envoy refused: its status code.
+#[derive(Debug)]
+struct Status(u32);
 
-impl From<u32> for FilterError {
-    fn from(status: u32) -> Self {
-        FilterError::Host(status)
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "status {}", self.0)
     }
 }
 
-/// What a forward changes in the upstream's response, kept from the
-/// request's decision until the response comes.
-#[cfg(response_edits)]
-#[derive(Default)]
-struct ResponseEdits {
-    drops: Vec<String>,
-    adds: Vec<(String, String)>,
+/// Why a request could not be decided or carried out.
+type FilterError = GateError<Status>;
+
+impl From<u32> for FilterError {
+    fn from(status: u32) -> Self {
+        GateError::Host(Status(status))
+    }
+}
+
+impl From<PlanError<u32>> for FilterError {
+    fn from(error: PlanError<u32>) -> Self {
+        match error {
+            PlanError::Host(status) => GateError::Host(Status(status)),
+            PlanError::ResponseEdits => GateError::ResponseEdits,
+        }
+    }
+}
+
+/// One of Envoy's header maps, changed through the host calls.
+struct Map(u32);
+
+impl Fields for Map {
+    type Error = u32;
+    fn set(&mut self, name: &str, value: &str) -> Result<(), u32> {
+        raw::replace_header(self.0, name, value)
+    }
+    fn remove(&mut self, name: &str) -> Result<(), u32> {
+        raw::remove_header(self.0, name)
+    }
+    fn add(&mut self, name: &str, value: &str) -> Result<(), u32> {
+        // Only a response gets fields added, and only a build with a
+        // response callback has the host call; the plan never asks
+        // another (`plan::PlanError::ResponseEdits`).
+        #[cfg(response_edits)]
+        return raw::add_header(self.0, name, value);
+        #[cfg(not(response_edits))]
+        {
+            let _ = (name, value);
+            Err(u32::MAX)
+        }
+    }
 }
 
 #[cfg(response_edits)]
@@ -105,12 +121,7 @@ pub(crate) fn on_response_headers(context_id: u32) -> Action {
 /// Applies a forward's edits to the upstream's response.
 #[cfg(response_edits)]
 fn apply_response_edits(edits: &ResponseEdits) {
-    let headers = raw::HTTP_RESPONSE_HEADERS;
-    let changed =
-        edits.drops.iter().try_for_each(|name| raw::remove_header(headers, name)).and_then(|()| {
-            edits.adds.iter().try_for_each(|(name, value)| raw::add_header(headers, name, value))
-        });
-    if let Err(status) = changed {
+    if let Err(status) = edits.apply(&mut Map(raw::HTTP_RESPONSE_HEADERS)) {
         raw::log(LogLevel::Error, &format!("gateway: cannot change the response: status {status}"));
     }
 }
@@ -130,19 +141,20 @@ pub(crate) fn on_delete(context_id: u32) {
 fn gate(context_id: u32, content_follows: bool) -> Result<Action, FilterError> {
     let headers = raw::header_map(raw::HTTP_REQUEST_HEADERS)?;
     let headers = HeaderMap::parse(&headers)?;
-    // The connection's facts, never the client's headers: TLS on the
-    // downstream connection, and its peer address (with use_remote_address,
-    // Envoy does not take it from X-Forwarded-For).
     let tls = raw::property(raw::TLS_VERSION)?;
-    let scheme = if tls.is_some_and(|v| !v.is_empty()) { Scheme::Https } else { Scheme::Http };
     let source = raw::property(raw::SOURCE_ADDRESS)?;
-    let peer = source.and_then(|s| contract::context::peer_of_socket_address(&s));
+    // Asked only over TLS: a plain connection has no certificate.
+    let digest = match tls.as_deref().is_some_and(|v| !v.is_empty()) {
+        true => raw::property(raw::PEER_CERTIFICATE_DIGEST)?,
+        false => None,
+    };
+    let connection = input::Connection::of(tls.as_deref(), source.as_deref(), digest.as_deref());
     // A clock that cannot be read is NaN, which the core answers with 500.
     let now = raw::now_nanos().map_or(f64::NAN, |ns| std::time::Duration::from_nanos(ns).as_secs_f64());
     INSTANCE.with(|cell| {
-        let mut instance = cell.try_borrow_mut().map_err(|_| FilterError::Busy)?;
+        let mut instance = cell.try_borrow_mut().map_err(|_| GateError::Busy)?;
         // The head goes straight into the core's input buffer.
-        let len = input::write_input(scheme, peer, &headers, content_follows, instance.input_mut())?;
+        let len = input::write_input(&connection, &headers, content_follows, instance.input_mut())?;
         // With rate limits, the input is kept for a forward with buckets: a
         // refusal decides it again (`crate::limits`).
         #[cfg(limits)]
@@ -184,50 +196,19 @@ fn gate(context_id: u32, content_follows: bool) -> Result<Action, FilterError> {
 /// Applies the forward to Envoy's header map (`path` is its `:path` now),
 /// keeps its response changes for stream `context_id`'s response, and lets
 /// the request go on to the router, which picks the origin's cluster by
-/// [`UPSTREAM_HEADER`].
+/// [`crate::UPSTREAM_HEADER`].
 #[cfg_attr(not(response_edits), allow(unused_variables))]
 fn apply_forward(context_id: u32, forward: &Forward<'_>, path: Option<&[u8]>) -> Result<Action, FilterError> {
-    let headers = raw::HTTP_REQUEST_HEADERS;
-    // The same bytes need no host call (a route without a base path).
-    if path != Some(forward.path.as_bytes()) {
-        raw::replace_header(headers, ":path", forward.path)?;
-    }
-    #[cfg(response_edits)]
-    let mut edits = ResponseEdits::default();
-    // Two passes over the plan's lines, not one per kind: the drops and
-    // the response's changes (kept for the response), then the sets,
-    // which ABI.md applies after the drops.
-    for operation in forward.operations() {
-        match operation {
-            Operation::DropRequestField(name) => raw::remove_header(headers, name)?,
-            #[cfg(response_edits)]
-            Operation::DropResponseField(name) => edits.drops.push(name.to_owned()),
-            #[cfg(response_edits)]
-            Operation::AddResponseField(name, value) => edits.adds.push((name.to_owned(), value.to_owned())),
-            #[cfg(not(response_edits))]
-            Operation::DropResponseField(_) | Operation::AddResponseField(..) => {
-                return Err(FilterError::ResponseEdits);
-            }
-            Operation::SetRequestField(..) => {}
-        }
-    }
-    for operation in forward.operations() {
-        if let Operation::SetRequestField(name, value) = operation {
-            raw::replace_header(headers, name, value)?;
-        }
-    }
-    // Each bucket's key, for its limit's `local_ratelimit`.
-    #[cfg(limits)]
-    for bucket in forward.buckets() {
-        raw::replace_header(headers, &crate::limits::limit_header(bucket.limit), bucket.key)?;
-    }
-    raw::replace_header(headers, UPSTREAM_HEADER, forward.origin)?;
+    let mut headers = Map(raw::HTTP_REQUEST_HEADERS);
+    let edits = plan::apply_forward(&mut headers, forward, path, cfg!(response_edits), cfg!(limits))?;
     // Kept only once the request goes on: a request answered 500 instead
     // gets none of them.
     #[cfg(response_edits)]
-    if !edits.drops.is_empty() || !edits.adds.is_empty() {
+    if !edits.is_empty() {
         RESPONSE_EDITS.with(|kept| kept.borrow_mut().insert(context_id, edits));
     }
+    #[cfg(not(response_edits))]
+    let _ = edits;
     // The route was chosen before this filter ran; Envoy clears it on
     // every change this filter makes to the request's fields, so the
     // router chooses again with the new header.

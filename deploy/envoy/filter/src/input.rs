@@ -26,6 +26,60 @@ pub enum InputError {
     NoTarget,
 }
 
+/// The connection a request came on, from Envoy's attributes, never from
+/// the client's fields: TLS on the downstream connection, the peer address
+/// (with `use_remote_address`, Envoy does not take it from
+/// `X-Forwarded-For`), and the SHA-256 of the client certificate Envoy
+/// verified in the handshake (certificate-bound tokens, RFC 8705).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    /// `https` when the downstream connection is TLS.
+    pub scheme: Scheme,
+    /// The peer's address, when Envoy gives one.
+    pub peer: Option<IpAddr>,
+    /// The client certificate's SHA-256, when one was verified.
+    pub client_certificate: Option<[u8; 32]>,
+}
+
+impl Connection {
+    /// The connection Envoy describes with `connection.tls_version`,
+    /// `source.address` and `connection.sha256_peer_certificate_digest`
+    /// (hex), each absent when Envoy has none.
+    pub fn of(
+        tls_version: Option<&[u8]>,
+        source_address: Option<&[u8]>,
+        certificate_digest: Option<&[u8]>,
+    ) -> Self {
+        let scheme = if tls_version.is_some_and(|v| !v.is_empty()) { Scheme::Https } else { Scheme::Http };
+        let peer = source_address.and_then(contract::context::peer_of_socket_address);
+        let client_certificate =
+            certificate_digest.filter(|_| scheme == Scheme::Https).and_then(digest_of_hex);
+        Connection { scheme, peer, client_certificate }
+    }
+
+    /// Writes the context line into `line` and returns its length.
+    fn write_line(&self, line: &mut [u8; contract::context::MAX_LINE]) -> usize {
+        let len = contract::context::write_line(self.scheme, self.peer, line);
+        match &self.client_certificate {
+            Some(sha256) => contract::context::write_certificate(line, len, sha256),
+            None => len,
+        }
+    }
+}
+
+/// 64 hex digits as the 32 bytes they spell; `None` for anything else.
+fn digest_of_hex(hex: &[u8]) -> Option<[u8; 32]> {
+    let digit = |b: u8| (b as char).to_digit(16);
+    let mut digest = [0u8; 32];
+    if hex.len() != 64 {
+        return None;
+    }
+    for (byte, pair) in digest.iter_mut().zip(hex.chunks(2)) {
+        *byte = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(digest)
+}
+
 /// A header map in the proxy-wasm serialization: the number of fields (u32,
 /// little-endian), each field's name and value sizes (two u32), then each
 /// name and value, each followed by a NUL byte. Checked once when read, so
@@ -127,21 +181,36 @@ pub fn serialize_pairs(fields: &[(&str, &str)]) -> Vec<u8> {
 /// Returns the input's length. An input longer than `out` is not written at
 /// all (`ABI.md`: the true length is passed and the module answers 431).
 pub fn write_input(
-    scheme: Scheme,
-    peer: Option<IpAddr>,
+    connection: &Connection,
     headers: &HeaderMap<'_>,
     content_follows: bool,
     out: &mut [u8],
 ) -> Result<usize, InputError> {
-    let method = headers.get(b":method").ok_or(InputError::NoMethod)?;
-    let authority = headers.get(b":authority");
-    let target = headers.get(b":path").or(authority).ok_or(InputError::NoTarget)?;
+    write_fields(connection, || headers.fields(), content_follows, out)
+}
+
+/// [`write_input`] for a header map given as its fields, in Envoy's order,
+/// by `all` (called again for each pass over them): how the native module
+/// (`crate::native`) reads the map Envoy hands a dynamic module.
+pub fn write_fields<'a, I>(
+    connection: &Connection,
+    all: impl Fn() -> I,
+    content_follows: bool,
+    out: &mut [u8],
+) -> Result<usize, InputError>
+where
+    I: Iterator<Item = (&'a [u8], &'a [u8])>,
+{
+    let get = |name: &[u8]| all().find(|(n, _)| *n == name).map(|(_, v)| v);
+    let method = get(b":method").ok_or(InputError::NoMethod)?;
+    let authority = get(b":authority");
+    let target = get(b":path").or(authority).ok_or(InputError::NoTarget)?;
     let mut line = [0u8; contract::context::MAX_LINE];
-    let line_len = contract::context::write_line(scheme, peer, &mut line);
+    let line_len = connection.write_line(&mut line);
     let line = &line[..line_len];
-    let fields = || headers.fields().filter(|(n, _)| !n.starts_with(b":"));
+    let fields = || all().filter(|(n, _)| !n.starts_with(b":"));
     // The map is searched for framing only when a body follows (rarely).
-    let framed = || headers.get(b"content-length").is_some() || headers.get(b"transfer-encoding").is_some();
+    let framed = || get(b"content-length").is_some() || get(b"transfer-encoding").is_some();
     let chunked: &[u8] = if content_follows && !framed() { b"transfer-encoding: chunked\r\n" } else { b"" };
     let len = line.len()
         + method.len()
@@ -188,8 +257,7 @@ mod tests {
             let bytes = serialize_pairs(fields);
             let mut out = [0u8; 512];
             let len = write_input(
-                Scheme::Http,
-                None,
+                &plain(Scheme::Http, None),
                 &HeaderMap::parse(&bytes).expect("map"),
                 content_follows,
                 &mut out,
@@ -221,10 +289,14 @@ mod tests {
         assert_eq!(serialize_pairs(&[]), [0, 0, 0, 0], "no fields: the count alone, as the SDK sends");
     }
 
+    fn plain(scheme: Scheme, peer: Option<IpAddr>) -> Connection {
+        Connection { scheme, peer, client_certificate: None }
+    }
+
     fn input(scheme: Scheme, peer: Option<IpAddr>, fields: &[(&str, &str)]) -> Result<Vec<u8>, InputError> {
         let bytes = serialize_pairs(fields);
         let mut out = vec![0u8; 4096];
-        let len = write_input(scheme, peer, &HeaderMap::parse(&bytes)?, false, &mut out)?;
+        let len = write_input(&plain(scheme, peer), &HeaderMap::parse(&bytes)?, false, &mut out)?;
         out.truncate(len);
         Ok(out)
     }
@@ -248,6 +320,26 @@ mod tests {
         );
     }
 
+    /// The connection from Envoy's attributes: the certificate's digest
+    /// only over TLS, and only as 64 hex digits.
+    #[test]
+    fn the_connection_is_read_from_envoys_attributes() {
+        let hex = b"af363dc85bc942a892d3cee9796190fdb36d89cd588a4f1cb17c74a943439714";
+        let tls = Connection::of(Some(b"TLSv1.3"), Some(b"192.0.2.7:5000"), Some(hex));
+        assert_eq!(tls.scheme, Scheme::Https);
+        assert_eq!(tls.peer, "192.0.2.7".parse().ok());
+        let digest = tls.client_certificate.expect("a digest");
+        assert_eq!((digest[0], digest[31]), (0xaf, 0x14));
+        let mut line = [0u8; contract::context::MAX_LINE];
+        let len = tls.write_line(&mut line);
+        assert_eq!(&line[..len], b"https 192.0.2.7 rzY9yFvJQqiS087peWGQ_bNtic1Yik8csXx0qUNDlxQ\n");
+        for bad in [&hex[..63], b"zz363dc85bc942a892d3cee9796190fdb36d89cd588a4f1cb17c74a943439714", b""] {
+            assert_eq!(Connection::of(Some(b"TLSv1.3"), None, Some(bad)).client_certificate, None);
+        }
+        let plain = Connection::of(Some(b""), None, Some(hex));
+        assert_eq!((plain.scheme, plain.client_certificate), (Scheme::Http, None));
+    }
+
     #[test]
     fn a_request_without_a_path_uses_the_authority_form() {
         let fields = [(":method", "CONNECT"), (":authority", "evil.example:443")];
@@ -266,7 +358,8 @@ mod tests {
         let bytes = serialize_pairs(&fields);
         let whole = input(Scheme::Http, None, &fields).expect("rebuilt");
         let mut out = vec![b'z'; whole.len() - 1];
-        let len = write_input(Scheme::Http, None, &HeaderMap::parse(&bytes).expect("map"), false, &mut out);
+        let len =
+            write_input(&plain(Scheme::Http, None), &HeaderMap::parse(&bytes).expect("map"), false, &mut out);
         assert_eq!(len, Ok(whole.len()));
         assert!(out.iter().all(|&b| b == b'z'), "nothing written");
     }

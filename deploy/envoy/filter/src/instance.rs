@@ -1,5 +1,6 @@
 //! The VM's one core instance, which its request contexts decide with and
-//! its root context installs fetched keys into.
+//! its root context installs fetched keys into. In the native module, one
+//! per Envoy worker thread, as Envoy runs one VM per worker.
 
 use std::cell::RefCell;
 

@@ -77,6 +77,80 @@ pub fn bucket_position(forward: &contract::Forward<'_>, limit: u8) -> Option<usi
 #[cfg(all(target_arch = "wasm32", limits))]
 pub(crate) use refusal::{keep, on_delete, on_response_headers};
 
+/// Why a refusal could not be answered with the module's 429 (the client
+/// then gets the 500 every host answers a module failure with).
+#[derive(Debug, thiserror::Error)]
+pub enum RefusalError {
+    /// The host refused a call.
+    #[error("host call failed: {0}")]
+    Host(String),
+    /// A decision or the answer cannot be read.
+    #[error("the decision cannot be read: {0}")]
+    Decision(#[from] crate::decision::DecodeError),
+    /// The instance was in use: a re-entrant call, which Envoy never makes.
+    #[error("the core's instance is busy")]
+    Busy,
+    /// The request, decided again, is no forward with a bucket of the
+    /// limit that refused (keys changed in between).
+    #[error("the request decided again has no bucket of limit {0}")]
+    NoBucket(u8),
+    /// The core wrote no refusal for the bucket (429, or 401 for a
+    /// DPoP proof's replay bucket).
+    #[error("the core answered {0} for the refusal")]
+    NotLimited(u32),
+}
+
+/// What a forward with buckets keeps until its response: the core's input
+/// and clock (to decide it again for the refusal) and its labels (counted
+/// when the response shows how it ended).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The context line and head the core decided.
+    pub input: Vec<u8>,
+    /// The clock it decided at.
+    pub now: f64,
+    /// The forward's labels.
+    pub labels: contract::outcome::Labels,
+}
+
+/// Decides `kept`'s request again on `instance` and asks the core for the
+/// answer to its bucket of `limit` being spent: the module's 429 (a 401
+/// for a DPoP proof's replay bucket), read from `instance`'s output. Both
+/// fronts send it in place of Envoy's refusal, and count it.
+#[cfg(limits)]
+pub fn refusal<'i>(
+    instance: &'i mut worker::abi::Instance,
+    kept: &Kept,
+    limit: u8,
+) -> Result<contract::Answer<'i>, RefusalError> {
+    use crate::decision::{self, Decision};
+    let config = worker::abi::compiled_config();
+    let numbers = config.policy.limits.table.get(usize::from(limit)).ok_or(RefusalError::NoBucket(limit))?;
+    let retry_after = retry_after_secs(numbers.requests, numbers.per_secs);
+    let reset = reset_secs(numbers.requests, numbers.per_secs, numbers.burst);
+    let input = instance.input_mut();
+    let len = kept.input.len().min(input.len());
+    input[..len].copy_from_slice(&kept.input[..len]);
+    let position = match decision::decide_written(instance, len, kept.now)? {
+        Decision::Forward(forward) => bucket_position(&forward, limit),
+        Decision::Answer(_) => None,
+    }
+    .ok_or(RefusalError::NoBucket(limit))?;
+    let position = u32::try_from(position).map_err(|_| RefusalError::NoBucket(limit))?;
+    let status = instance.limited(position, retry_after, reset, config);
+    let Decision::Answer(answer) = Decision::decode(status, instance.output())? else {
+        return Err(RefusalError::NotLimited(status));
+    };
+    // A bucket's refusal is a 429, but a spent bucket of the
+    // `dpop-proofs` limit is a DPoP proof used twice, which the core
+    // answers with 401 (`worker/ABI.md`, "Rate limits").
+    let replay = numbers.by == worker::config::LimitKey::ProofId;
+    if answer.status != if replay { 401 } else { 429 } {
+        return Err(RefusalError::NotLimited(status));
+    }
+    Ok(answer)
+}
+
 /// The refusal on the response path: what a forward with buckets keeps
 /// until its response, and the module's 429 in place of Envoy's.
 #[cfg(all(target_arch = "wasm32", limits))]
@@ -86,51 +160,16 @@ mod refusal {
 
     use contract::fields::HostAnswer;
     use contract::outcome::Labels;
-    use worker::abi::compiled_config;
-    use worker::config::LimitKey;
 
     use super::*;
-    use crate::decision::{self, Decision};
     use crate::instance::INSTANCE;
     use crate::metrics;
     use crate::raw::{self, Action, LogLevel};
 
-    /// Why a refusal could not be answered with the module's 429 (the
-    /// client then gets the 500 every host answers a module failure with).
-    #[derive(Debug, thiserror::Error)]
-    enum RefusalError {
-        /// Envoy refused a host call: its status code.
-        #[error("host call failed: status {0}")]
-        Host(u32),
-        /// A decision or the answer cannot be read.
-        #[error("the decision cannot be read: {0}")]
-        Decision(#[from] decision::DecodeError),
-        /// The instance was in use: a re-entrant call, which Envoy never makes.
-        #[error("the core's instance is busy")]
-        Busy,
-        /// The request, decided again, is no forward with a bucket of the
-        /// limit that refused (keys changed in between).
-        #[error("the request decided again has no bucket of limit {0}")]
-        NoBucket(u8),
-        /// The core wrote no refusal for the bucket (429, or 401 for a
-        /// DPoP proof's replay bucket).
-        #[error("the core answered {0} for the refusal")]
-        NotLimited(u32),
-    }
-
     impl From<u32> for RefusalError {
         fn from(status: u32) -> Self {
-            RefusalError::Host(status)
+            RefusalError::Host(format!("status {status}"))
         }
-    }
-
-    /// What a forward with buckets keeps until its response: the core's
-    /// input and clock (to decide it again for `limited`) and its labels
-    /// (counted when the response shows how it ended).
-    struct Kept {
-        input: Vec<u8>,
-        now: f64,
-        labels: Labels,
     }
 
     std::thread_local! {
@@ -175,33 +214,9 @@ mod refusal {
     /// Decides the kept request again, asks the core for the 429 of its
     /// bucket of `limit`, counts it, and sends it.
     fn answer_refusal(kept: &Kept, limit: u8) -> Result<Action, RefusalError> {
-        let config = compiled_config();
-        let numbers =
-            config.policy.limits.table.get(usize::from(limit)).ok_or(RefusalError::NoBucket(limit))?;
-        let retry_after = retry_after_secs(numbers.requests, numbers.per_secs);
-        let reset = reset_secs(numbers.requests, numbers.per_secs, numbers.burst);
         INSTANCE.with(|cell| {
             let mut instance = cell.try_borrow_mut().map_err(|_| RefusalError::Busy)?;
-            let input = instance.input_mut();
-            let len = kept.input.len().min(input.len());
-            input[..len].copy_from_slice(&kept.input[..len]);
-            let position = match decision::decide_written(&mut instance, len, kept.now)? {
-                Decision::Forward(forward) => bucket_position(&forward, limit),
-                Decision::Answer(_) => None,
-            }
-            .ok_or(RefusalError::NoBucket(limit))?;
-            let position = u32::try_from(position).map_err(|_| RefusalError::NoBucket(limit))?;
-            let status = instance.limited(position, retry_after, reset, config);
-            let Decision::Answer(answer) = Decision::decode(status, instance.output())? else {
-                return Err(RefusalError::NotLimited(status));
-            };
-            // A bucket's refusal is a 429, but a spent bucket of the
-            // `dpop-proofs` limit is a DPoP proof used twice, which the
-            // core answers with 401 (`worker/ABI.md`, "Rate limits").
-            let replay = numbers.by == LimitKey::ProofId;
-            if answer.status != if replay { 401 } else { 429 } {
-                return Err(RefusalError::NotLimited(status));
-            }
+            let answer = refusal(&mut instance, kept, limit)?;
             metrics::count_decision(&answer.labels);
             Ok(crate::reply::answer_with(&answer)?)
         })

@@ -53,6 +53,9 @@ pub const JWKS_REFUSED: &str = "gateway_jwks_refused_total";
 /// When an issuer's keys were last installed, Unix seconds (a gauge).
 pub const JWKS_INSTALLED_AT: &str = "gateway_jwks_installed_timestamp_seconds";
 
+/// The labels of [`DECISIONS`], in order.
+pub const DECISION_LABELS: [&str; 4] = ["outcome", "rule", "route", "issuer"];
+
 /// The name Envoy keeps metric `base` with `labels` under: each label as
 /// `;<label>=<value>`, a `;` in a value written `%3B` so that it cannot
 /// end the value early.
@@ -83,27 +86,43 @@ pub struct Names<'c> {
     pub issuers: Vec<&'c str>,
 }
 
-impl Names<'_> {
+impl<'c> Names<'c> {
+    /// A decision's label values, in the order of [`DECISION_LABELS`]:
+    /// outcome, rule, route and issuer (empty for none).
+    pub fn decision_values(&self, labels: &Labels) -> [&'c str; 4] {
+        let pick = |names: &[&'c str], index: Option<u16>| -> &'c str {
+            index.map_or("", |i| names.get(usize::from(i)).copied().unwrap_or("unknown"))
+        };
+        [
+            outcome::name(labels.outcome).unwrap_or("unknown"),
+            pick(self.rules, labels.rule),
+            pick(&self.routes, labels.route),
+            pick(&self.issuers, labels.issuer.map(u16::from)),
+        ]
+    }
+
     /// The name a decision with `labels` is counted under.
     pub fn decision(&self, labels: &Labels) -> String {
-        let pick = |names: &[&str], index: Option<usize>| -> String {
-            index.map_or(String::new(), |i| names.get(i).map_or("unknown".to_owned(), |n| (*n).to_owned()))
-        };
-        stat_name(
-            DECISIONS,
-            &[
-                ("outcome", outcome::name(labels.outcome).unwrap_or("unknown")),
-                ("rule", &pick(self.rules, labels.rule.map(usize::from))),
-                ("route", &pick(&self.routes, labels.route.map(usize::from))),
-                ("issuer", &pick(&self.issuers, labels.issuer.map(usize::from))),
-            ],
-        )
+        let values = self.decision_values(labels);
+        let labels: Vec<(&str, &str)> = DECISION_LABELS.iter().copied().zip(values).collect();
+        stat_name(DECISIONS, &labels)
     }
 
     /// The name of issuer `index`'s metric `base`.
     pub fn issuer(&self, base: &str, index: u8) -> String {
         stat_name(base, &[("issuer", self.issuers.get(usize::from(index)).copied().unwrap_or("unknown"))])
     }
+}
+
+/// The names of the compiled config's rules, routes and issuers. The
+/// filter holds its config: every issuer is named by its `iss`, the one
+/// issuer of a core without a label table too (as the other hosts name it
+/// from the config the module was built from).
+pub fn compiled_names() -> Names<'static> {
+    let config = worker::abi::compiled_config();
+    let issuers = config.issuers.iter().map(|issuer| issuer.iss.unwrap_or("-")).collect();
+    let routes = config.routes.iter().map(|route| route.audience).collect();
+    Names { rules: config.policy.rule_names, routes, issuers }
 }
 
 /// How often (milliseconds) the root context hands Envoy the counts, when
@@ -303,11 +322,10 @@ mod counting {
     use std::cell::RefCell;
 
     use contract::outcome::Labels;
-    use worker::abi::compiled_config;
 
     #[cfg(not(runtime_keys))]
     use super::TICK_MS;
-    use super::{Host, Kind, Names, Table};
+    use super::{Host, Kind, Table, compiled_names as names};
     #[cfg(not(runtime_keys))]
     use crate::raw::LogLevel;
     use crate::raw::{self, MetricType};
@@ -336,17 +354,6 @@ mod counting {
         fn record(&mut self, id: u32, value: u64) {
             let _ = raw::record_metric(id, value);
         }
-    }
-
-    /// The names of the compiled config's rules, routes and issuers.
-    fn names() -> Names<'static> {
-        let config = compiled_config();
-        // The filter holds its config: every issuer is named by its `iss`,
-        // the one issuer of a core without a label table too (as the other
-        // hosts name it from the config the module was built from).
-        let issuers = config.issuers.iter().map(|issuer| issuer.iss.unwrap_or("-")).collect();
-        let routes = config.routes.iter().map(|route| route.audience).collect();
-        Names { rules: config.policy.rule_names, routes, issuers }
     }
 
     /// Runs `f` on this VM's table; not at all on a re-entrant call, which

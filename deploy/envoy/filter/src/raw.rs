@@ -11,6 +11,10 @@ use crate::input::serialize_pairs;
 /// `connection.tls_version`, as a proxy-wasm property path (parts NUL-separated).
 pub const TLS_VERSION: &[u8] = b"connection\0tls_version";
 
+/// `connection.sha256_peer_certificate_digest` (hex): the client
+/// certificate Envoy verified, as a proxy-wasm property path.
+pub const PEER_CERTIFICATE_DIGEST: &[u8] = b"connection\0sha256_peer_certificate_digest";
+
 /// `source.address`, as a proxy-wasm property path.
 pub const SOURCE_ADDRESS: &[u8] = b"source\0address";
 

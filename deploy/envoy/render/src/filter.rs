@@ -62,6 +62,12 @@ pub struct FilterOptions {
     /// `HOST:PORT` of envoyproxy/ratelimit (`--global-ratelimit`): the
     /// limits are counted there instead of in Envoy's `local_ratelimit`.
     pub global_ratelimit: Option<String>,
+    /// The native module (`--native`, `lib<name>.so`): rendered as Envoy's
+    /// dynamic modules filter in the proxy-wasm filter's place
+    /// ([`crate::native`]); `module` is then not used.
+    pub native: Option<PathBuf>,
+    /// TLS on the listener (`--tls-cert`, `--tls-key`, `--client-ca`).
+    pub tls: Option<crate::tls::DownstreamTls>,
 }
 
 impl Default for FilterOptions {
@@ -77,6 +83,8 @@ impl Default for FilterOptions {
             ca_bundle: crate::keys::DEFAULT_CA_BUNDLE.to_owned(),
             limit_buckets: crate::limits::DEFAULT_LIMIT_BUCKETS,
             global_ratelimit: None,
+            native: None,
+            tls: None,
         }
     }
 }
@@ -215,12 +223,11 @@ fn upstream_failure_reply() -> Yaml {
     )])
 }
 
-/// The connection manager: the gateway filter, then each limit's rate limit
+/// The connection manager: the gateway filter (proxy-wasm or native), then each limit's rate limit
 /// filter (`limit_filters`), then the router; the routes remove the
 /// upstream header and every limit's field (`limit_headers`).
 fn http_connection_manager(
-    module: &str,
-    key_clusters: Option<String>,
+    gateway_filter: Yaml,
     limit_filters: Vec<Yaml>,
     limit_headers: &[String],
     routes: Vec<Yaml>,
@@ -239,10 +246,7 @@ fn http_connection_manager(
             ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
             ("local_reply_config", upstream_failure_reply()),
         ],
-        std::iter::once(wasm_filter(module, key_clusters))
-            .chain(limit_filters)
-            .chain([router_filter()])
-            .collect(),
+        std::iter::once(gateway_filter).chain(limit_filters).chain([router_filter()]).collect(),
         // The route's header, the buckets' fields, and the address Envoy
         // records for an external client: the upstream gets the plan only.
         &[UPSTREAM_HEADER, "x-envoy-external-address"]
@@ -286,14 +290,15 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
             .collect(),
     };
     let limit_headers = crate::limits::limit_headers(&limits);
-    let manager = http_connection_manager(
-        &options.module.to_string_lossy(),
-        table,
-        limit_filters,
-        &limit_headers,
-        routes,
-    );
+    let gateway_filter = match &options.native {
+        Some(path) => crate::native::native_filter(path, table.is_some())?,
+        None => wasm_filter(&options.module.to_string_lossy(), table),
+    };
+    let manager = http_connection_manager(gateway_filter, limit_filters, &limit_headers, routes);
     let mut tree = bootstrap(options.listen, options.admin, manager, clusters);
+    if let Some(tls) = &options.tls {
+        crate::tls::secure(&mut tree, tls);
+    }
     // The filter's metrics' labels, as Prometheus labels in the admin's scrape.
     if let Yaml::Map(entries) = &mut tree {
         entries.push(("stats_config".to_owned(), crate::stats::stats_config()));
@@ -351,6 +356,34 @@ mod tests {
         assert_eq!(str_at(mapper, "filter.response_flag_filter.flags.0"), "UF");
         assert_eq!(at(mapper, "status_code"), &Yaml::Int(502));
         assert_eq!(str_at(mapper, "body_format_override.content_type"), "application/json");
+    }
+
+    #[test]
+    fn the_native_module_takes_the_filters_place_and_nothing_else_changes() {
+        let native = FilterOptions { native: Some("/m/libgateway_envoy.so".into()), ..options() };
+        let tree = filter_bootstrap(&config(), &native).expect("renders");
+        let wasm = filter_bootstrap(&config(), &options()).expect("renders");
+        let filters = at(&tree, &format!("{HCM}.http_filters"));
+        assert_eq!(str_at(filters, "0.name"), "envoy.filters.http.dynamic_modules");
+        assert_eq!(str_at(filters, "0.typed_config.dynamic_module_config.name"), "gateway_envoy");
+        assert_eq!(str_at(filters, "1.name"), "envoy.filters.http.router");
+        assert_eq!(at(&tree, "static_resources.clusters"), at(&wasm, "static_resources.clusters"));
+        assert_eq!(
+            at(&tree, &format!("{HCM}.route_config")),
+            at(&wasm, &format!("{HCM}.route_config")),
+            "the same routes"
+        );
+        // Rate limits: the same filters after the module as after the filter.
+        let limited = filter_bootstrap(&limited_config(), &native).expect("renders");
+        let names = |tree: &Yaml| -> Vec<String> {
+            at(tree, &format!("{HCM}.http_filters"))
+                .items()
+                .iter()
+                .map(|f| str_at(f, "name").to_owned())
+                .collect()
+        };
+        let with_filter = filter_bootstrap(&limited_config(), &options()).expect("renders");
+        assert_eq!(names(&limited)[1..], names(&with_filter)[1..]);
     }
 
     #[test]

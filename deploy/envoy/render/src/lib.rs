@@ -9,8 +9,10 @@
 //! | module | job |
 //! |---|---|
 //! | [`filter`] | the bootstrap with the gateway filter: routes and clusters per origin |
+//! | [`native`] | the gateway as a native dynamic module (`--native`) in the proxy-wasm filter's place |
 //! | [`keys`] | the gateway filter's clusters for keys fetched at run time, and their table for the filter |
 //! | [`limits`] | the config's rate limits as Envoy's `local_ratelimit` (or `ratelimit` with envoyproxy/ratelimit) counts them |
+//! | [`tls`] | TLS on the listener, and client certificates for certificate-bound tokens |
 //! | [`stats`] | the filter's metrics' labels as Envoy tags (`stats_config`) |
 //! | [`jwt_authn`] | the peer: Envoy's `jwt_authn`, `header_mutation` and router |
 //! | [`bootstrap`] | what both bootstraps share: options, errors, clusters, connection manager, listener |
@@ -23,5 +25,7 @@ pub mod filter;
 pub mod jwt_authn;
 pub mod keys;
 pub mod limits;
+pub mod native;
 pub mod stats;
+pub mod tls;
 pub mod yaml;

@@ -37,6 +37,7 @@ const POLICY: Policy<'static> = Policy {
     rule_names: &["healthz", "admin", "v1-writes"],
     limits: crate::config::Limits::NONE,
     dpop: crate::config::Dpop::NONE,
+    certificate_bound: &[],
 };
 
 fn config() -> Config<'static> {

@@ -1,21 +1,10 @@
-//! The proof's pieces: base64url against the `base64` crate, the header
+//! The proof's pieces: the header
 //! and claims readers, the URI comparison, the RFC 7638 thumbprint. Whole
 //! proofs, signed with real keys, go through every host in
 //! `testkit/conformance/dpop.test.mjs`.
 
 use super::*;
 use base64::Engine;
-
-#[test]
-fn base64url_matches_the_base64_crate() {
-    for len in 0..40 {
-        let bytes: std::vec::Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-        let expected = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
-        let mut out = std::vec![0u8; expected.len()];
-        encode(&bytes, &mut out);
-        assert_eq!(out, expected.as_bytes(), "{len}");
-    }
-}
 
 #[test]
 fn the_thumbprint_is_rfc_7638s() {
@@ -93,4 +82,43 @@ fn htu_is_the_request_uri_without_query_case_or_default_port() {
         let mut arena = crate::arena::Arena::new(&mut scratch);
         assert_eq!(same_uri(htu.as_bytes(), &request, &mut arena), Ok(same), "{htu}");
     }
+}
+
+#[test]
+fn nonces_last_their_period_and_the_next_and_are_the_keys() {
+    let config =
+        crate::config::DpopNonce { secs: 60, key: crate::jose::signature::tests::keyed(b"nonce-key") };
+    let other =
+        crate::config::DpopNonce { secs: 60, key: crate::jose::signature::tests::keyed(b"another-key") };
+    let now = 1_800_000_030;
+    let issued = nonce(&config, now);
+    assert!(issued.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+    // Issued the same way at any time of its period, by any instance.
+    assert_eq!(nonce(&config, now - 30), issued);
+    assert_ne!(nonce(&config, now + 30), issued);
+    assert!(nonce_is_fresh(&config, &issued, now));
+    assert!(nonce_is_fresh(&config, &issued, now + 60), "through the next period");
+    assert!(!nonce_is_fresh(&config, &issued, now + 120), "not after it");
+    assert!(!nonce_is_fresh(&config, &issued, now - 60), "not before it was issued");
+    assert!(!nonce_is_fresh(&other, &issued, now), "another key's");
+    let mut altered = issued;
+    altered[NONCE_LEN - 1] ^= 1;
+    assert!(!nonce_is_fresh(&config, &altered, now));
+    assert!(!nonce_is_fresh(&config, &issued[..NONCE_LEN - 1], now));
+    // The period in front, the HMAC behind: a nonce of another period
+    // with this one's number is not this one's.
+    let mut spliced = nonce(&config, now - 600);
+    spliced[..5].copy_from_slice(&issued[..5]);
+    assert!(!nonce_is_fresh(&config, &spliced, now));
+}
+
+/// RFC 7638 section 3.1's own example: an RSA key and its thumbprint.
+#[cfg(feature = "rs256")]
+#[test]
+fn the_rsa_thumbprint_is_rfc_7638s_example() {
+    let jwk = br#"{"kty":"RSA","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw","e":"AQAB","alg":"RS256","kid":"2011-04-29"}"#;
+    let mut modulus = [0u8; MODULUS_BYTES];
+    let (alg, material) = jwks::read_public_key(jwk, PROOF_ALGS, &mut modulus).expect("a sound RSA key");
+    assert_eq!(alg, Alg::Rs256);
+    assert_eq!(thumbprint(&material).as_slice(), b"NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
 }

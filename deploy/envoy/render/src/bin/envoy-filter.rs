@@ -8,7 +8,7 @@
 //!                     [--module FILE] [--upstream-override FROM=ORIGIN]...
 //!                     [--key-origin ORIGIN]... [--ca-bundle FILE]
 //!                     [--limit-buckets N] [--global-ratelimit HOST:PORT]
-//!                     [--ratelimit-config FILE] [--out FILE]
+//!                     [--ratelimit-config FILE] [--native LIBFILE] [--out FILE]
 //!
 //! FROM is an origin the config forwards to or fetches keys from, or an
 //! audience (its route's origin). `--module` is the filter as Envoy opens it
@@ -20,8 +20,11 @@
 //! at most `--limit-buckets` keys (default 100000); with
 //! `--global-ratelimit` the limits are counted by envoyproxy/ratelimit at
 //! that address instead, and `--ratelimit-config` writes that service's
-//! config for them (see `gateway_envoy_render::limits`). Without `--out`
-//! the YAML goes to stdout.
+//! config for them (see `gateway_envoy_render::limits`). `--native`
+//! renders the native dynamic module (`lib<name>.so`, built by
+//! build/envoy-native.sh) in the proxy-wasm filter's place; Envoy then
+//! needs ENVOY_DYNAMIC_MODULES_SEARCH_PATH set to the module's folder (see
+//! `gateway_envoy_render::native`). Without `--out` the YAML goes to stdout.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,7 +34,8 @@ use gateway_envoy_render::{cli, limits};
 
 const USAGE: &str = "usage: envoy-filter [--config FILE] [--listen ADDR] [--admin ADDR] [--module FILE] \
                      [--upstream-override FROM=ORIGIN]... [--key-origin ORIGIN]... [--ca-bundle FILE] \
-                     [--limit-buckets N] [--global-ratelimit HOST:PORT] [--ratelimit-config FILE] [--out FILE]";
+                     [--limit-buckets N] [--global-ratelimit HOST:PORT] [--ratelimit-config FILE] [--native LIBFILE] \
+                     [--tls-cert PEM --tls-key PEM [--client-ca PEM]] [--out FILE]";
 
 fn main() -> ExitCode {
     let own = [
@@ -41,6 +45,10 @@ fn main() -> ExitCode {
         "--limit-buckets",
         "--global-ratelimit",
         "--ratelimit-config",
+        "--native",
+        "--tls-cert",
+        "--tls-key",
+        "--client-ca",
     ];
     gateway_envoy_render::cli::main(USAGE, &own, false, |config, args| {
         let defaults = FilterOptions::default();
@@ -58,6 +66,8 @@ fn main() -> ExitCode {
                 None => defaults.limit_buckets,
             },
             global_ratelimit: args.own_value("--global-ratelimit").map(str::to_owned),
+            native: args.own_value("--native").map(PathBuf::from),
+            tls: gateway_envoy_render::tls::from_args(args)?,
         };
         if let Some(path) = args.own_value("--ratelimit-config") {
             let text = limits::ratelimit_service_config(&limits::specs(config));

@@ -1,0 +1,78 @@
+// The native Envoy module (build/envoy-native.sh, `envoy-filter --native`)
+// in real Envoy 1.40: the ABI version it was built for is the one Envoy
+// loads it with, a bootstrap naming another is refused at start, and its
+// decisions are counted in Envoy's stats under the filter's names and
+// labels. The corpora through it are in testkit/conformance/hosts.test.mjs.
+//
+//   node --test deploy/envoy/test/native.test.mjs
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { ENVOY, ENVOY_FILTER_BIN, FIXTURE_CONFIG, FIXTURE_NATIVE, envoyNativeReady, startEnvoyNative } from "../harness.mjs";
+
+const skip = process.env.REQUIRE_ENVOY !== "1" && !envoyNativeReady() && "Envoy, envoy-filter or the native fixture missing (make envoy fixture)";
+
+/** Envoy's admin answer at `path`. */
+async function admin(port, path) {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`);
+  return response.text();
+}
+
+describe("the native module in Envoy", { skip }, () => {
+  let envoy;
+  before(async () => {
+    envoy = await startEnvoyNative([], { native: FIXTURE_NATIVE.forwarding, admin: true });
+  });
+  after(async () => {
+    await envoy?.proc.stop();
+  });
+
+  test("Envoy loads it with the ABI it was built for", () => {
+    assert.match(envoy.proc.output(), /Dynamic module ABI version v0\.2\.0 matched\./);
+  });
+
+  test("a decision is counted under the filter's names and labels", async () => {
+    const response = await fetch(`http://127.0.0.1:${envoy.port}/orders/1`);
+    assert.equal(response.status, 401);
+    assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="fixture"');
+    const scrape = await admin(envoy.adminPort, "/stats/prometheus");
+    assert.match(
+      scrape,
+      /^envoy_dynamicmodulescustom_gateway_decisions_total\{outcome="missing_authorization",rule="",route="",issuer=""\} [1-9]/m,
+    );
+    assert.match(scrape, /^envoy_dynamicmodulescustom_gateway_denied_total\{\} [1-9]/m);
+  });
+});
+
+describe("a bootstrap rendered for another ABI", { skip }, () => {
+  let dir;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "gateway-envoy-native-abi-"));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test("is refused: Envoy does not start", () => {
+    const yaml = join(dir, "envoy.yaml");
+    const render = spawnSync(
+      ENVOY_FILTER_BIN,
+      ["--config", FIXTURE_CONFIG, "--native", FIXTURE_NATIVE.forwarding, "--listen", "127.0.0.1:0", "--out", yaml],
+      { encoding: "utf8" },
+    );
+    assert.equal(render.status, 0, render.stderr);
+    const text = readFileSync(yaml, "utf8");
+    assert.ok(text.includes('value: "gateway abi v0.2.0"'), "the rendered configuration names the ABI");
+    writeFileSync(yaml, text.replace('value: "gateway abi v0.2.0"', 'value: "gateway abi v0.1.0"'));
+    const run = spawnSync(
+      ENVOY,
+      ["--config-path", yaml, "--disable-hot-restart", "--base-id-path", join(dir, "base-id"), "--use-dynamic-base-id",
+        "--log-level", "error", "--component-log-level", "dynamic_modules:error"],
+      { encoding: "utf8", timeout: 60000, env: { ...process.env, ENVOY_DYNAMIC_MODULES_SEARCH_PATH: dirname(FIXTURE_NATIVE.forwarding) } },
+    );
+    assert.notEqual(run.status, 0, "Envoy exited with an error");
+    assert.equal(run.signal, null, "Envoy exited by itself, before the timeout");
+    assert.match(run.stdout + run.stderr, /gateway abi v0\.1\.0.*refused/);
+  });
+});
