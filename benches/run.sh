@@ -154,6 +154,10 @@ for keys in compiled fetched; do
     WASM_OUT="target/bench-configs/keys-$keys.wasm" bash build/worker.sh >/dev/null
 done
 GATEWAY_CONFIG=benches/configs/rules-20.toml WASM_OUT=target/bench-configs/rules-20.wasm bash build/worker.sh >/dev/null
+# Tokens bound to their sender (DPoP proofs of each algorithm, client
+# certificates), for step 4.
+GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa \
+  WASM_OUT=target/bench-configs/dpop.wasm bash build/worker.sh >/dev/null
 ls -l "$variants"/*.wasm | awk '{print "  " $5 "\t" $9}'
 for f in "$variants"/*.wasm; do
   printf '%s %s %s\n' "$(basename "$f" .wasm)" "$(stat -c %s "$f")" "$(gzip -9c "$f" | wc -c)"
@@ -191,6 +195,7 @@ step "3/7 the host end to end: $tool host --json (JIT, then .cwasm)"
 if skipped node; then echo "(node skipped)"; else
   step "4/7 Node.js $(node --version): node benches/node/bench.mjs"
   node benches/node/bench.mjs "$results/corpus.json" dist/gateway.wasm "$results/node.json"
+  node benches/node/dpop.mjs target/bench-configs/dpop.wasm "$results/node-dpop.json"
 fi
 
 # ---- 5. cold start, whole process ----------------------------------------------

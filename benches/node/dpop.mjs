@@ -8,14 +8,18 @@
 // round by round so that they share the machine's state. A measurement,
 // not a check.
 //
-//   make fixture && node benches/node/dpop.mjs [target/fixture/gateway-dpop.wasm]
+//   make fixture && node benches/node/dpop.mjs [target/fixture/gateway-dpop.wasm] [out.json]
+//
+// With out.json (`make bench`), the nanoseconds per request of each kind
+// are written there as `rows`, which `bench-tool report` reads.
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dpopToken, proof, proofKey } from "../../testkit/conformance/dpop-script.mjs";
 
 const ROUNDS = 8;
 const PER_ROUND = 200;
 const modulePath = process.argv[2] ?? "target/fixture/gateway-dpop.wasm";
+const outPath = process.argv[3];
 const htu = "http://gw.test/orders/1";
 const { instance } = await WebAssembly.instantiate(readFileSync(modulePath), {});
 const gateway = instance.exports;
@@ -32,11 +36,12 @@ function handle({ fields, over = "http 127.0.0.1" }) {
 }
 
 const KINDS = [
-  { name: "bearer, HS256", make: (i) => ({ fields: `Authorization: Bearer ${dpopToken({ sub: `b${i}` })}\r\n` }) },
+  { name: "bearer, HS256", row: "dpop_bearer", make: (i) => ({ fields: `Authorization: Bearer ${dpopToken({ sub: `b${i}` })}\r\n` }) },
   ...["ES256", "EdDSA", "RS256"].map((alg) => {
     const key = proofKey(alg);
     return {
       name: `DPoP, ${alg} proof`,
+      row: `dpop_${alg.toLowerCase()}`,
       make: (i) => {
         const token = dpopToken({ sub: `d${i}`, cnf: { jkt: key.jkt } });
         return { fields: `Authorization: DPoP ${token}\r\nDPoP: ${proof(key, { htm: "GET", htu, token })}\r\n` };
@@ -45,6 +50,7 @@ const KINDS = [
   }),
   {
     name: "certificate-bound, over TLS",
+    row: "dpop_certificate",
     make: (i) => {
       const token = dpopToken({ sub: `c${i}`, cnf: { "x5t#S256": certificate } });
       return { fields: `Authorization: Bearer ${token}\r\n`, over: `https 127.0.0.1 ${certificate}` };
@@ -74,4 +80,8 @@ console.log("| request | µs per request | against bearer |");
 console.log("|---|---:|---:|");
 for (const [k, kind] of KINDS.entries()) {
   console.log(`| ${kind.name} | ${perCall[k].toFixed(1)} | ${(perCall[k] / perCall[0]).toFixed(2)}x |`);
+}
+if (outPath) {
+  const rows = Object.fromEntries(KINDS.map((kind, k) => [kind.row, perCall[k] * 1000]));
+  writeFileSync(outPath, JSON.stringify({ module: modulePath, node: process.version, rows }, null, 2));
 }

@@ -179,6 +179,25 @@ fn node(r: &Results, row: &str) -> Option<f64> {
     if r.skipped(NODE_STEP) { None } else { r.get(format!("node/{row}")) }
 }
 
+/// A request with a bearer token beside tokens bound to their sender (DPoP
+/// per proof algorithm, a client certificate), in V8, from
+/// `benches/node/dpop.mjs`.
+pub(super) fn bound_tokens(v: &mut Values, r: &Results) {
+    let mut table = Table::new([left("request"), right("per request"), right("against bearer")]);
+    let bearer = node(r, "dpop_bearer");
+    for (name, row) in [
+        ("bearer, HS256", "dpop_bearer"),
+        ("DPoP, ES256 proof", "dpop_es256"),
+        ("DPoP, EdDSA proof", "dpop_eddsa"),
+        ("DPoP, RS256 proof (2048-bit key)", "dpop_rs256"),
+        ("certificate-bound, over TLS with its certificate", "dpop_certificate"),
+    ] {
+        let time = node(r, row);
+        table.row([name.into(), to(time), ratio(time, bearer)]);
+    }
+    v.set("bound_tokens_table", table.to_markdown());
+}
+
 pub(super) fn per_kind(v: &mut Values, r: &Results) {
     let mut table = Table::new([
         left("request"),

@@ -131,6 +131,7 @@ pub fn render(r: &Results) -> Result<String, ReportError> {
     in_process::summary(&mut v, r);
     in_process::per_request(&mut v, r);
     in_process::per_kind(&mut v, r);
+    in_process::bound_tokens(&mut v, r);
     in_process::latency(&mut v, r);
     in_process::stages(&mut v, r);
     in_process::peers(&mut v, r);

@@ -157,8 +157,14 @@ impl Results {
             figures.extend(paired.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))));
         }
         let node = read_json(&dir.join("node.json"));
-        if let Some(Value::Object(rows)) = node.as_ref().map(|n| n["rows"].clone()) {
-            figures.extend(rows.iter().filter_map(|(k, v)| Some((format!("node/{k}"), v.as_f64()?))));
+        // The Node.js rows: the request mix, and tokens bound to their sender.
+        for rows in [
+            node.as_ref().map(|n| n["rows"].clone()),
+            read_json(&dir.join("node-dpop.json")).map(|n| n["rows"].clone()),
+        ] {
+            if let Some(Value::Object(rows)) = rows {
+                figures.extend(rows.iter().filter_map(|(k, v)| Some((format!("node/{k}"), v.as_f64()?))));
+            }
         }
         for which in ["wasm", "cwasm"] {
             if let Some(json) = read_json(&dir.join(format!("host-bench-{which}.json"))) {
