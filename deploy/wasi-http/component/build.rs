@@ -6,7 +6,8 @@
 //! does not load is left to `worker/build.rs`, which stops the build with
 //! the reason. `cfg(policy_limits)` likewise when the config has rate
 //! limits, which the component counts. Also makes cargo rebuild when the
-//! WIT changes.
+//! WIT changes, and warns when the config takes certificate-bound tokens,
+//! which a component, seeing no client certificate, refuses every time.
 
 use std::path::PathBuf;
 
@@ -22,5 +23,10 @@ fn main() {
     // Rate limits: the component counts them in its own memory.
     if cfgs.contains(&"policy_limits") {
         println!("cargo:rustc-cfg=policy_limits");
+    }
+    if cfgs.contains(&"policy_certificate") {
+        println!(
+            "cargo:warning=the config takes certificate-bound tokens (certificate_bound), but wasi:http shows a component no client certificate: it refuses every such token"
+        );
     }
 }
