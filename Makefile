@@ -72,6 +72,10 @@ fixture: setup fixture-readings
 	GATEWAY_CONFIG=testkit/fixture-limits.toml NATIVE_OUT=target/fixture/native/limits/libgateway_envoy.so bash build/envoy-native.sh
 	GATEWAY_CONFIG=testkit/fixture-dpop.toml WORKER_FEATURES=rs256,es256,eddsa \
 	  NATIVE_OUT=target/fixture/native/dpop/libgateway_envoy.so bash build/envoy-native.sh
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  NATIVE_OUT=target/fixture/native/jwks/libgateway_envoy.so bash build/envoy-native.sh
+	GATEWAY_CONFIG=testkit/fixture-oidc.toml WORKER_FEATURES=rs256,es256,eddsa \
+	  NATIVE_OUT=target/fixture/native/oidc/libgateway_envoy.so bash build/envoy-native.sh
 
 ## fixture-readings: the readings suite's module, Envoy filter and wasi:http component (with
 ## upstream-override), from testkit/fixture-readings.toml
@@ -140,10 +144,12 @@ lint: setup
 	done
 	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter \
 	  --target wasm32-unknown-unknown --features rs256,es256,eddsa -- -D warnings
-	# The native Envoy module's code (src/native/, feature native), in its own target folder,
-	# with response edits and rate limits; a config that fetches keys is not built natively.
+	# The native Envoy module's code (src/native/, feature native), in its own target folder:
+	# with response edits and rate limits, and with key fetching.
 	GATEWAY_CONFIG=testkit/fixture-limits.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter --all-targets --features native \
 	  --target-dir target/envoy-native -- -D warnings
+	GATEWAY_CONFIG=testkit/fixture-jwks.toml $(CARGO) clippy --quiet --release -p gateway-envoy-filter --all-targets \
+	  --features native,rs256,es256,eddsa --target-dir target/envoy-native -- -D warnings
 	# The wasi:http component's wasm32-only code (the handler, the bindings):
 	# plain, with the upstream override, with key fetching.
 	GATEWAY_CONFIG=gateway.toml $(CARGO) clippy --quiet --release -p gateway-wasi-http \

@@ -13,8 +13,8 @@
 #                   name in the bootstrap
 #   WORKER_FEATURES the algorithms beside HS256 (rs256, es256, eddsa), as for build/worker.sh
 #
-# A config that fetches keys at run time is refused (the native module has
-# no key fetcher yet): use build/envoy-filter.sh for it.
+# A config that fetches keys at run time builds a module that fetches them
+# on requests (deploy/envoy/README.md, "The native module").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -26,6 +26,8 @@ export function envoyFilterReady() {
 export const FIXTURE_NATIVE = {
   forwarding: join(ROOT, "target", "fixture", "native", "forwarding", "libgateway_envoy.so"),
   policies: join(ROOT, "target", "fixture", "native", "policies", "libgateway_envoy.so"),
+  jwks: join(ROOT, "target", "fixture", "native", "jwks", "libgateway_envoy.so"),
+  oidc: join(ROOT, "target", "fixture", "native", "oidc", "libgateway_envoy.so"),
 };
 
 /** Whether Envoy, the renderer and the native fixture modules are all built. */

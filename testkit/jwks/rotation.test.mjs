@@ -14,7 +14,7 @@ import { createServer } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ROOT, hostSimServeHelp, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { envoyFilterReady, startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { ENVOY, ENVOY_FILTER_BIN, FIXTURE_NATIVE, envoyFilterReady, startEnvoyFilter, startEnvoyNative } from "../../deploy/envoy/harness.mjs";
 import { REUSE_ONE_INSTANCE, WASI_HTTP_FIXTURES, startWasiHttp, wasiHttpReady } from "../../deploy/wasi-http/harness.mjs";
 import {
   JWKS_CONFIG,
@@ -130,6 +130,17 @@ if ((envoyFilterReady() && existsSync(JWKS_ENVOY_WASM)) || required("REQUIRE_ENV
     "envoy + gateway filter",
     (overrides) => startEnvoyFilter(overrides, { wasm: JWKS_ENVOY_WASM, config: JWKS_CONFIG }),
     { fetchers: 2 },
+  ]);
+}
+// The native module fetches on requests (Envoy cancels a stream's callouts
+// when it ends, and its filter configuration fetches on the main thread,
+// whose core decides nothing), one fetcher per worker thread: the request
+// that starts a round waits for it.
+if ([ENVOY, ENVOY_FILTER_BIN, FIXTURE_NATIVE.jwks].every((path) => existsSync(path)) || required("REQUIRE_ENVOY")) {
+  HOSTS.push([
+    "envoy + native module",
+    (overrides) => startEnvoyNative(overrides, { native: FIXTURE_NATIVE.jwks, config: JWKS_CONFIG }),
+    { refreshesOnRequests: true },
   ]);
 }
 // The wasi:http component asks on requests (wasi:http has no timer), in the

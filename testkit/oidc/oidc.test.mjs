@@ -22,7 +22,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { before, test } from "node:test";
 import { ROOT, startHostSim, startWorkerd } from "../../deploy/workerd/harness.mjs";
-import { startEnvoyFilter } from "../../deploy/envoy/harness.mjs";
+import { FIXTURE_NATIVE, startEnvoyFilter, startEnvoyNative } from "../../deploy/envoy/harness.mjs";
 import { REUSE_ONE_INSTANCE, startWasiHttp } from "../../deploy/wasi-http/harness.mjs";
 import { proof, proofKey, thumbprint } from "../conformance/dpop-script.mjs";
 import { ISSUER, OIDC_CONFIG, OIDC_ENVOY_WASM, OIDC_WASI_HTTP_WASM, OIDC_WASM, ORDERS_SCOPE, throughOidcHosts } from "./provider.mjs";
@@ -46,6 +46,8 @@ const HOSTS = [
     (overrides) => startWorkerd(overrides.map(([from, to]) => `${from}=${to}`).join(","), OIDC_WASM)],
   ["envoy + gateway filter", "REQUIRE_ENVOY", [OIDC_ENVOY_WASM, join(ROOT, "target", "envoy-venv", "bin", "envoy"), join(ROOT, "target", "release", "envoy-filter")],
     (overrides) => startEnvoyFilter(overrides, { wasm: OIDC_ENVOY_WASM, config: OIDC_CONFIG })],
+  ["envoy + native module", "REQUIRE_ENVOY", [FIXTURE_NATIVE.oidc, join(ROOT, "target", "envoy-venv", "bin", "envoy"), join(ROOT, "target", "release", "envoy-filter")],
+    (overrides) => startEnvoyNative(overrides, { native: FIXTURE_NATIVE.oidc, config: OIDC_CONFIG })],
   ["wasmtime serve (wasi:http component)", "REQUIRE_WASI_HTTP", [OIDC_WASI_HTTP_WASM, join(ROOT, "target", "tools", "bin", "wasmtime")],
     (overrides) => startWasiHttp(overrides, OIDC_WASI_HTTP_WASM, REUSE_ONE_INSTANCE)],
 ];
@@ -69,7 +71,8 @@ throughOidcHosts("DPoP with node-oidc-provider", HOSTS, (started) => {
   /**
    * A DPoP call, tried again with a fresh proof (at most 15 s) while the
    * host answers 503 for keys it has not fetched yet (workerd and the
-   * wasi:http component fetch on requests; host-sim and Envoy before).
+   * wasi:http component fetch on requests; host-sim and Envoy's filter
+   * before; Envoy's native module holds the request that fetches).
    */
   const firstCall = async (token, key) => {
     const deadline = Date.now() + 15000;

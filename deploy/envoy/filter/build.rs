@@ -13,8 +13,6 @@
 //! `cfg(counting)` unless the feature `uncounted` compiles the counting
 //! out (`src/metrics.rs`); `cfg(ticks)` when the build counts or fetches
 //! keys: the root context's `proxy_on_configure` and `proxy_on_tick`.
-//! The native module (feature `native`) refuses a config with keys
-//! fetched at run time: it has no fetcher yet.
 
 use std::path::PathBuf;
 
@@ -28,19 +26,6 @@ fn main() {
     let (cfgs, runtime_keys) = gateway_config::embedded_core_cfgs(&manifest.join("../../.."));
     if runtime_keys {
         println!("cargo:rustc-cfg=runtime_keys");
-    }
-    // The native module (feature `native`, not wasm32) has no key fetcher
-    // yet: such a config stops its build, rather than make a module that
-    // would answer otherwise.
-    let native = std::env::var_os("CARGO_FEATURE_NATIVE").is_some()
-        && std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch != "wasm32");
-    if native && runtime_keys {
-        let config = std::env::var("GATEWAY_CONFIG").unwrap_or_else(|_| "gateway.toml".to_owned());
-        eprintln!(
-            "error: {config}: the native Envoy module does not support keys fetched at run time yet; \
-             use the proxy-wasm filter"
-        );
-        std::process::exit(1);
     }
     // CORS and rate limits (a forward with buckets adds its limits'
     // `ratelimit-policy`) are the policies whose forwards change the

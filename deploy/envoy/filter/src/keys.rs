@@ -15,13 +15,10 @@
 
 use std::cell::RefCell;
 
-use contract::key_sources;
-use worker::abi::compiled_config;
 use worker::keys::DOCUMENT_CAPACITY;
 
 use crate::fetch::{CallResult, Failure, KeyClusters, Outcome, answer_fields, failure, log_line};
 use crate::input::HeaderMap;
-use crate::instance::INSTANCE;
 use crate::metrics;
 use crate::raw::{self, LogLevel};
 
@@ -124,14 +121,11 @@ impl KeyFetcher {
     /// and fetches nothing: the core then answers 503 for tokens that need
     /// fetched keys.
     pub(crate) fn load() -> Self {
-        let sources = INSTANCE.with(|cell| {
-            let mut instance = cell.borrow_mut();
-            instance.key_sources(compiled_config());
-            key_sources::decode(instance.output())
-                .map(|source| {
-                    source.map(|s| Source { issuer: s.issuer, timeout_ms: s.timeout_ms, call: None })
-                })
-                .collect::<Result<Vec<_>, _>>()
+        let sources = crate::instance::key_sources().map(|sources| {
+            sources
+                .into_iter()
+                .map(|(issuer, timeout_ms)| Source { issuer, timeout_ms, call: None })
+                .collect()
         });
         let sources = sources.unwrap_or_else(|e| {
             raw::log(
@@ -186,12 +180,8 @@ impl KeyFetcher {
         if self.sources[i].call.is_some() {
             return;
         }
-        let issuer = u32::from(self.sources[i].issuer);
-        let (answer, output) = INSTANCE.with(|cell| {
-            let mut instance = cell.borrow_mut();
-            let answer = instance.key_fetch(issuer, seconds(now), why, compiled_config());
-            (answer, String::from_utf8_lossy(instance.output()).into_owned())
-        });
+        let issuer = self.sources[i].issuer;
+        let (answer, output) = crate::instance::ask_key_fetch(issuer, why, now);
         match answer {
             1 => self.dispatch(i, output, now),
             0 => {}
@@ -220,25 +210,8 @@ impl KeyFetcher {
     /// `Cache-Control` value: the URL it names next is fetched; an install
     /// or a refusal ends the round.
     fn hand_over(&mut self, i: usize, call: Call, document: &[u8], cache_control: &[u8], now: u64) {
-        let issuer = u32::from(self.sources[i].issuer);
-        let (answer, output) = INSTANCE.with(|cell| {
-            let mut instance = cell.borrow_mut();
-            // The caller refused a longer document unread.
-            let len = document.len().min(DOCUMENT_CAPACITY);
-            instance.keys_input_mut()[..len].copy_from_slice(&document[..len]);
-            // A value longer than the input buffer counts as none.
-            let field = match instance.input_mut().get_mut(..cache_control.len()) {
-                Some(slot) => {
-                    slot.copy_from_slice(cache_control);
-                    cache_control.len()
-                }
-                None => 0,
-            };
-            let answer =
-                instance.key_fetched(issuer, len as u32, field as u32, seconds(now), compiled_config());
-            (answer, String::from_utf8_lossy(instance.output()).into_owned())
-        });
         let issuer = self.sources[i].issuer;
+        let (answer, output) = crate::instance::hand_key_document(issuer, document, cache_control, now);
         match answer {
             1 => self.dispatch(i, output, now),
             0 => {
@@ -271,8 +244,7 @@ impl KeyFetcher {
         self.sources[i].call = None;
         self.log(i, url, &outcome);
         metrics::count_key_fetch_failed(self.sources[i].issuer);
-        let issuer = u32::from(self.sources[i].issuer);
-        INSTANCE.with(|cell| cell.borrow_mut().key_fetch_failed(issuer, seconds(now), compiled_config()));
+        crate::instance::key_fetch_failed(self.sources[i].issuer, now);
     }
 
     /// The fetch's one log line.
@@ -280,11 +252,6 @@ impl KeyFetcher {
         let level = if outcome.is_warning() { LogLevel::Warn } else { LogLevel::Info };
         raw::log(level, &log_line(self.sources[i].issuer, url, outcome));
     }
-}
-
-/// Milliseconds on Envoy's clock as the core's Unix seconds.
-fn seconds(ms: u64) -> f64 {
-    ms as f64 / 1000.0
 }
 
 /// The document of the answer to a call, and its `Cache-Control` value; or

@@ -19,7 +19,7 @@
 //! | `reply` (wasm32 only) | the local replies: the module's answer as it is, and the host's own answers |
 //! | `keys` (wasm32, a config that fetches keys) | the root context's fetches: `dispatch_http_call` out, the documents into the core |
 //! | `instance` (wasm32, and the native module) | the VM's one core instance, for both; natively one per Envoy worker thread |
-//! | [`native`] (feature `native`, not wasm32) | the same core as a native Envoy dynamic module: its hooks, the ABI bindings, the decision carried out |
+//! | [`native`] (feature `native`, not wasm32) | the same core as a native Envoy dynamic module: its hooks, the ABI bindings, the decision carried out, keys fetched on requests |
 //!
 //! A build whose config changes no response keeps nothing per stream: a
 //! request is one call into the VM, `proxy_on_request_headers` (`callbacks` says

@@ -76,12 +76,6 @@ pub enum EnvoyError {
         /// The path given.
         path: String,
     },
-    /// The native module does not do what this config asks (keys fetched
-    /// at run time): its build refuses the config too.
-    NotNative {
-        /// What the native module does not do.
-        what: &'static str,
-    },
 }
 
 impl fmt::Display for EnvoyError {
@@ -112,9 +106,6 @@ impl fmt::Display for EnvoyError {
             }
             EnvoyError::BadNativeModule { path } => {
                 write!(f, "--native {path:?}: Envoy opens a dynamic module as lib<name>.so")
-            }
-            EnvoyError::NotNative { what } => {
-                write!(f, "the native Envoy module does not support {what} yet; render the proxy-wasm filter")
             }
             EnvoyError::NotMirrored { what } => {
                 write!(f, "the jwt_authn peer renders one issuer and no policy; this config has {what}")

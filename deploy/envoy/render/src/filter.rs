@@ -291,7 +291,7 @@ pub fn filter_bootstrap(config: &GatewayConfig, options: &FilterOptions) -> Resu
     };
     let limit_headers = crate::limits::limit_headers(&limits);
     let gateway_filter = match &options.native {
-        Some(path) => crate::native::native_filter(path, table.is_some())?,
+        Some(path) => crate::native::native_filter(path, table.as_deref())?,
         None => wasm_filter(&options.module.to_string_lossy(), table),
     };
     let manager = http_connection_manager(gateway_filter, limit_filters, &limit_headers, routes);

@@ -4,7 +4,9 @@
 //! ([`crate::filter`]). Envoy opens the module by name, `lib<name>.so`,
 //! from the folder in the environment variable [`SEARCH_PATH_VAR`]; the
 //! filter's configuration names the ABI the module was built for, which the
-//! module checks (`deploy/envoy/filter/src/native/`).
+//! module checks (`deploy/envoy/filter/src/native/`), and, for a config that
+//! fetches keys, the key clusters' table on the lines after it (the one the
+//! proxy-wasm filter gets as its configuration, [`crate::keys`]).
 
 use std::path::Path;
 
@@ -34,13 +36,13 @@ pub fn module_name(path: &Path) -> Result<&str, EnvoyError> {
         .ok_or_else(bad)
 }
 
-/// The dynamic modules filter running the module at `path`. A config that
-/// fetches keys (`fetches_keys`), which the module does not do yet, is
-/// refused here as its build refuses it.
-pub fn native_filter(path: &Path, fetches_keys: bool) -> Result<Yaml, EnvoyError> {
-    if fetches_keys {
-        return Err(EnvoyError::NotNative { what: "keys fetched at run time" });
-    }
+/// The dynamic modules filter running the module at `path`; `key_clusters`
+/// is the key clusters' table of a config that fetches keys.
+pub fn native_filter(path: &Path, key_clusters: Option<&str>) -> Result<Yaml, EnvoyError> {
+    let value = match key_clusters {
+        Some(table) => format!("{FILTER_CONFIG}\n{table}"),
+        None => FILTER_CONFIG.to_owned(),
+    };
     let config = map([
         (
             "dynamic_module_config",
@@ -49,7 +51,7 @@ pub fn native_filter(path: &Path, fetches_keys: bool) -> Result<Yaml, EnvoyError
             map([("name", text(module_name(path)?)), ("do_not_close", Yaml::Bool(true))]),
         ),
         ("filter_name", text(FILTER_NAME)),
-        ("filter_config", typed("google.protobuf.StringValue", map([("value", text(FILTER_CONFIG))]))),
+        ("filter_config", typed("google.protobuf.StringValue", map([("value", text(&value))]))),
     ]);
     Ok(map([
         ("name", text("envoy.filters.http.dynamic_modules")),
@@ -75,15 +77,14 @@ mod tests {
 
     #[test]
     fn the_filter_names_the_module_and_its_abi() {
-        let filter = native_filter(Path::new("/x/libgateway_envoy.so"), false).expect("renders");
+        let filter = native_filter(Path::new("/x/libgateway_envoy.so"), None).expect("renders");
         assert_eq!(str_at(&filter, "name"), "envoy.filters.http.dynamic_modules");
         assert_eq!(str_at(&filter, "typed_config.dynamic_module_config.name"), "gateway_envoy");
         assert_eq!(at(&filter, "typed_config.dynamic_module_config.do_not_close"), &Yaml::Bool(true));
         assert_eq!(str_at(&filter, "typed_config.filter_name"), FILTER_NAME);
         assert_eq!(str_at(&filter, "typed_config.filter_config.value"), FILTER_CONFIG);
-        assert!(matches!(
-            native_filter(Path::new("/x/libgateway_envoy.so"), true),
-            Err(EnvoyError::NotNative { what: "keys fetched at run time" })
-        ));
+        let table = "http://idp.test key_idp_test idp.test";
+        let keys = native_filter(Path::new("/x/libgateway_envoy.so"), Some(table)).expect("renders");
+        assert_eq!(str_at(&keys, "typed_config.filter_config.value"), format!("{FILTER_CONFIG}\n{table}"));
     }
 }

@@ -15,11 +15,20 @@
 //! the renderer writes names it, so that a bootstrap rendered for another
 //! ABI is refused (`super::new_config`).
 //!
-//! This is the only module of the crate's native build with `unsafe`.
+//! This is the only module of the crate's native build with `unsafe` (with
+//! its `callout`, the bindings for keys fetched at run time).
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+
+#[cfg(runtime_keys)]
+mod callout;
+mod types;
+
+#[cfg(runtime_keys)]
+pub use callout::CalloutAnswer;
+pub use types::{Attribute, LogLevel, Map, Status};
 
 /// The ABI these bindings follow: `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of
 /// Envoy 1.40.0's `abi.h`.
@@ -64,49 +73,20 @@ struct HttpHeader {
     value_length: usize,
 }
 
-/// `envoy_dynamic_module_type_http_header_type`: which header map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Map {
-    /// `..._RequestHeader`.
-    Request = 0,
-    /// `..._ResponseHeader`.
-    Response = 2,
-}
-
-/// `envoy_dynamic_module_type_attribute_id`: the attributes the module reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Attribute {
-    /// `response.code_details`: why Envoy answered as it did
-    /// (`local_rate_limited` for `local_ratelimit`'s refusal).
-    ResponseCodeDetails = 16,
-    /// `source.address`: the downstream peer, `ip:port`.
-    SourceAddress = 24,
-    /// `connection.tls_version`: empty or absent without TLS.
-    ConnectionTlsVersion = 31,
-    /// `connection.sha256_peer_certificate_digest`: the client certificate
-    /// Envoy verified, in hex.
-    ConnectionSha256PeerCertificateDigest = 38,
-}
-
-/// `envoy_dynamic_module_type_log_level`: the levels the module logs at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum LogLevel {
-    /// `..._Error`.
-    Error = 4,
-}
-
-/// What a headers hook tells Envoy
-/// (`envoy_dynamic_module_type_on_http_filter_{request,response}_headers_status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Status {
-    /// `..._Continue`: the stream goes on.
-    Continue = 0,
-    /// `..._StopIteration`: the stream stops here (after a local reply).
-    StopIteration = 1,
+impl HttpHeader {
+    /// `fields` as Envoy reads a header list: each entry points into the
+    /// strings of `fields`, which must outlive the call they are given to.
+    fn list(fields: &[(&str, &str)]) -> Vec<HttpHeader> {
+        fields
+            .iter()
+            .map(|(name, value)| HttpHeader {
+                key_ptr: name.as_ptr().cast(),
+                key_length: name.len(),
+                value_ptr: value.as_ptr().cast(),
+                value_length: value.len(),
+            })
+            .collect()
+    }
 }
 
 /// `envoy_dynamic_module_type_metrics_result_Success`.
@@ -173,23 +153,30 @@ pub fn log(level: LogLevel, line: &str) {
 /// where counters are defined.
 pub struct ConfigHandle(*mut c_void);
 
+/// The shape of Envoy's calls that define a metric on a filter
+/// configuration (`..._config_define_counter`, `..._config_define_gauge`).
+type DefineMetric =
+    unsafe extern "C" fn(*mut c_void, ModuleBuffer, *mut ModuleBuffer, usize, *mut usize) -> u32;
+
 impl ConfigHandle {
     /// Defines counter `name` with `labels`: its id, `None` when refused.
     pub fn define_counter(&self, name: &str, labels: &[&str]) -> Option<usize> {
+        self.define(envoy_dynamic_module_callback_http_filter_config_define_counter, name, labels)
+    }
+
+    /// Defines a metric `name` with `labels` by Envoy's call `define`: its
+    /// id, `None` when refused.
+    fn define(&self, define: DefineMetric, name: &str, labels: &[&str]) -> Option<usize> {
         let mut names: Vec<ModuleBuffer> = labels.iter().map(|l| ModuleBuffer::of(l.as_bytes())).collect();
         let mut id = 0usize;
-        // SAFETY: `self.0` is the config pointer Envoy passed to the hook
-        // that made this handle, which lives only during that hook; `names`
-        // and `name` outlive the call, `id` is a valid place for the result,
-        // and Envoy copies the names (abi.h: module buffers).
+        // SAFETY: `define` is one of Envoy's metric-defining calls, declared
+        // with the signature abi.h gives them; `self.0` is the config
+        // pointer Envoy passed to the hook that made this handle, which
+        // lives only during that hook; `names` and `name` outlive the call,
+        // `id` is a valid place for the result, and Envoy copies the names
+        // (abi.h: module buffers).
         let result = unsafe {
-            envoy_dynamic_module_callback_http_filter_config_define_counter(
-                self.0,
-                ModuleBuffer::of(name.as_bytes()),
-                names.as_mut_ptr(),
-                names.len(),
-                &mut id,
-            )
+            define(self.0, ModuleBuffer::of(name.as_bytes()), names.as_mut_ptr(), names.len(), &mut id)
         };
         (result == METRICS_SUCCESS).then_some(id)
     }
@@ -278,15 +265,7 @@ impl Stream {
 
     /// Sends Envoy's local reply: `status`, exactly `fields`, `body`.
     pub fn send_response(&mut self, status: u16, fields: &[(&str, &str)], body: &[u8]) {
-        let mut headers: Vec<HttpHeader> = fields
-            .iter()
-            .map(|(name, value)| HttpHeader {
-                key_ptr: name.as_ptr().cast(),
-                key_length: name.len(),
-                value_ptr: value.as_ptr().cast(),
-                value_length: value.len(),
-            })
-            .collect();
+        let mut headers = HttpHeader::list(fields);
         // SAFETY: the filter pointer of the running hook; `headers` and the
         // strings it points at, and `body`, outlive the call, and Envoy
         // copies them into its reply. No details (a null buffer, allowed).
@@ -485,6 +464,8 @@ mod idle {
     ) -> u32 {
         CONTINUE
     }
+    /// A build that fetches keys answers callouts (`callout`).
+    #[cfg(not(runtime_keys))]
     #[unsafe(no_mangle)]
     extern "C" fn envoy_dynamic_module_on_http_filter_http_callout_done(
         _: *mut c_void,

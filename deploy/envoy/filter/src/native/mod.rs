@@ -16,11 +16,14 @@
 //! as request fields, and a refusal is answered with the core's 429 on the
 //! response path, as the proxy-wasm filter does ([`crate::limits`]).
 //!
-//! What it does not do yet: keys fetched at run time. A config that fetches
-//! keys stops the build (`build.rs`), so no such module exists.
+//! With keys fetched at run time, a request that finds a round due starts
+//! it and waits for it ([`keys`]: Envoy cancels a stream's fetches when the
+//! stream ends).
 //! `abi` holds the bindings and every `unsafe` block of this build.
 
 mod abi;
+#[cfg(runtime_keys)]
+mod keys;
 
 use contract::fields::HostAnswer;
 use contract::outcome::{Cache, Labels};
@@ -54,6 +57,11 @@ pub(crate) struct Config {
     cache_hit: Option<usize>,
     cache_miss: Option<usize>,
     names: Names<'static>,
+    /// Where the keys' URLs are fetched: the renderer's table.
+    #[cfg(runtime_keys)]
+    key_clusters: crate::fetch::KeyClusters,
+    #[cfg(runtime_keys)]
+    key_metrics: keys::KeyMetrics,
 }
 
 /// A stream's state: its configuration, and the forward's response edits
@@ -64,19 +72,41 @@ pub(crate) struct StreamState {
     /// A forward with buckets, until its response shows whether a limit's
     /// `local_ratelimit` refused it ([`crate::limits`]).
     kept: Option<Kept>,
+    /// The key fetches this stream carries: each callout's id, and the
+    /// fetcher's token for the call ([`keys`]).
+    #[cfg(runtime_keys)]
+    calls: Vec<(u64, u64)>,
+    /// A request held for its fetches, decided when they end: whether
+    /// content follows its head.
+    #[cfg(runtime_keys)]
+    held: Option<bool>,
 }
 
 impl StreamState {
     fn new(config: &'static Config) -> Self {
-        StreamState { config, edits: None, kept: None }
+        StreamState {
+            config,
+            edits: None,
+            kept: None,
+            #[cfg(runtime_keys)]
+            calls: Vec::new(),
+            #[cfg(runtime_keys)]
+            held: None,
+        }
     }
 }
 
 /// Envoy loads the filter's configuration: `name` and `value` must be the
-/// ones [`FILTER_NAME`] and [`filter_config`] render; otherwise the
-/// configuration is refused, with the reason in Envoy's log.
+/// ones [`FILTER_NAME`] and [`filter_config`] render (with a config that
+/// fetches keys, the key clusters' table on the lines after it); otherwise
+/// the configuration is refused, with the reason in Envoy's log.
 fn new_config(handle: &ConfigHandle, name: &[u8], value: &[u8]) -> Option<Config> {
-    if name != FILTER_NAME.as_bytes() || value != filter_config().as_bytes() {
+    #[cfg_attr(not(runtime_keys), allow(unused_variables))]
+    let (first, table) = match value.iter().position(|b| *b == b'\n') {
+        Some(at) if cfg!(runtime_keys) => (&value[..at], &value[at + 1..]),
+        _ => (value, &[][..]),
+    };
+    if name != FILTER_NAME.as_bytes() || first != filter_config().as_bytes() {
         abi::log(
             LogLevel::Error,
             &format!(
@@ -101,6 +131,16 @@ fn new_config(handle: &ConfigHandle, name: &[u8], value: &[u8]) -> Option<Config
         cache_hit: counter(metrics::CACHE_HIT, &[]),
         cache_miss: counter(metrics::CACHE_MISS, &[]),
         names,
+        #[cfg(runtime_keys)]
+        key_clusters: match crate::fetch::KeyClusters::parse(&String::from_utf8_lossy(table)) {
+            Ok(clusters) => clusters,
+            Err(e) => {
+                abi::log(LogLevel::Error, &format!("keys: {e}"));
+                return None;
+            }
+        },
+        #[cfg(runtime_keys)]
+        key_metrics: keys::KeyMetrics::define(handle),
     })
 }
 
@@ -138,8 +178,22 @@ fn refused(name: &str) -> String {
 }
 
 /// A request's headers: decided and carried out; any failure answers 500.
+/// A request that starts a key fetch is held until the fetch ends.
 fn on_request_headers(state: &mut StreamState, mut stream: Stream, content_follows: bool) -> Status {
-    match gate(state, &mut stream, content_follows) {
+    #[cfg(runtime_keys)]
+    {
+        keys::start_rounds(state, &mut stream);
+        if !state.calls.is_empty() {
+            state.held = Some(content_follows);
+            return Status::StopAllIterationAndBuffer;
+        }
+    }
+    decide(state, &mut stream, content_follows)
+}
+
+/// Decides the request and carries out the decision; any failure answers 500.
+fn decide(state: &mut StreamState, stream: &mut Stream, content_follows: bool) -> Status {
+    match gate(state, stream, content_follows) {
         Ok(status) => status,
         Err(e) => {
             abi::log(LogLevel::Error, &format!("gateway: {e}"));
@@ -148,9 +202,22 @@ fn on_request_headers(state: &mut StreamState, mut stream: Stream, content_follo
     }
 }
 
+/// A key fetch of the stream's is answered: once its last one ends, a held
+/// request is decided, and let go on when forwarded.
+#[cfg(runtime_keys)]
+fn on_callout_done(state: &mut StreamState, mut stream: Stream, id: u64, answer: &abi::CalloutAnswer<'_>) {
+    keys::answered(state, &mut stream, id, answer);
+    if state.calls.is_empty()
+        && let Some(content_follows) = state.held.take()
+        && decide(state, &mut stream, content_follows) == Status::Continue
+    {
+        stream.continue_decoding();
+    }
+}
+
 /// The 500 every host answers a module failure with, counted as such.
-fn module_failed(config: &Config, mut stream: Stream) -> Status {
-    count(config, &stream, &Labels::of(HostAnswer::ModuleFailed.outcome()));
+fn module_failed(config: &Config, stream: &mut Stream) -> Status {
+    count(config, stream, &Labels::of(HostAnswer::ModuleFailed.outcome()));
     let answer = HostAnswer::ModuleFailed;
     stream.send_response(
         answer.status(),
@@ -239,6 +306,12 @@ fn gate(state: &mut StreamState, stream: &mut Stream, content_follows: bool) -> 
                 Ok(Status::Continue)
             }
             Decision::Answer(answer) => {
+                // The core asks for this issuer's keys: the next request
+                // asks for a round.
+                #[cfg(runtime_keys)]
+                if let Some(issuer) = answer.refresh_keys {
+                    keys::ask(issuer);
+                }
                 let fields: Vec<(&str, &str)> = answer.fields().collect();
                 stream.send_response(answer.status, &fields, answer.body.as_bytes());
                 Ok(Status::StopIteration)
@@ -290,14 +363,21 @@ fn answer_refusal(config: &Config, mut stream: Stream, kept: &Kept, limit: u8) -
         Ok(()) => Status::StopIteration,
         Err(e) => {
             abi::log(LogLevel::Error, &format!("gateway: rate limit refusal: {e}"));
-            module_failed(config, stream)
+            module_failed(config, &mut stream)
         }
     }
 }
 
 /// The stream is over: a forward with buckets whose response never came is
-/// counted as the forward it was.
+/// counted as the forward it was; key fetches it carried failed (Envoy
+/// cancels them).
 fn on_stream_complete(state: &mut StreamState, stream: Stream) {
+    #[cfg(runtime_keys)]
+    let stream = {
+        let mut stream = stream;
+        keys::abandoned(state, &mut stream);
+        stream
+    };
     if let Some(kept) = state.kept.take() {
         count(state.config, &stream, &kept.labels);
     }
