@@ -24,7 +24,10 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 
 echo "==> seeding fuzz/corpus from the attack corpus"
-FUZZ_SEED_DIR="$PWD/fuzz/corpus" cargo test --release --quiet -p gateway-security --test attacks \
+# --workspace, not -p: the workspace's features, so the test build `make test`
+# already made is reused (with -p, cargo resolves another feature set and
+# builds wasmtime a second time).
+FUZZ_SEED_DIR="$PWD/fuzz/corpus" cargo test --release --quiet --workspace --test attacks \
   -- --ignored write_fuzz_seeds >/dev/null
 
 declare -A max_len=([handler]=20000 [token]=2200 [signed_token]=1600 [config]=4096 [forward]=4096 [policy]=2048 [jwks]=8192)
