@@ -62,6 +62,10 @@ def main(path):
         # The same core as a native dynamic module: no sandbox to cross.
         ("envoy-native", "envoy-jwt-authn", ">= 1.3x"),
         ("envoy-native", "envoy-filter", "the sandbox's cost"),
+        # The peer as rendered before it carried the edge settings the
+        # gateway's listener has (hand runs only).
+        ("envoy-native", "envoy-jwt-authn-noedge", "peer without edge settings"),
+        ("envoy-jwt-authn", "envoy-jwt-authn-noedge", "what the edge settings cost"),
         ("host-sim", "envoy-jwt-authn", ">= 1.5x"),
         ("host-sim-reuse", "envoy-jwt-authn", "instances reused, as in Envoy"),
         ("host-sim-reuse", "envoy-jwt-authn-cache", "like for like"),
@@ -84,7 +88,7 @@ def main(path):
         print("\n".join(rows))
     router, cost = loop.get(("envoy-router", "forward")), []
     floors = [f"envoy-floor{level}" for level in ("0", "1", "2", "3", "3p")]
-    for gateway in (*floors, "envoy-filter", "envoy-native", "envoy-jwt-authn", "envoy-jwt-authn-cache"):
+    for gateway in (*floors, "envoy-filter", "envoy-native", "envoy-jwt-authn", "envoy-jwt-authn-noedge", "envoy-jwt-authn-cache"):
         if router and (gateway, "forward") in loop:
             cost.append(f"{gateway} {loop[(gateway, 'forward')][1] - router[1]:.1f} µs")
     if cost:

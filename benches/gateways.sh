@@ -31,6 +31,12 @@
 #                     `envoy-filter --native`) in the proxy-wasm filter's place
 #   envoy-jwt-authn   Envoy 1.40 with its native jwt_authn filter, rendered
 #                     from gateway.toml (target/release/envoy-jwt-authn)
+#                     as an edge proxy, as the gateway's listener is
+#                     (use_remote_address; no client internal)
+#   envoy-jwt-authn-noedge
+#                     the same without those two edge settings, as the peer
+#                     was rendered before 2026-12-07: what they cost Envoy
+#                     (not in the default set)
 #   envoy-jwt-authn-cache
 #                     the same with jwt_authn's verified-token cache on
 #                     (jwt_cache_config, off by default in Envoy; the
@@ -209,7 +215,7 @@ for gateway in $gateways; do
       export GATEWAY_PEER_UPSTREAM="http://127.0.0.1:$up_port"
       cmd=("$workerd" serve benches/peers/workerd-proxy/config.capnp --socket-addr "http=127.0.0.1:$p")
       ;;
-    envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-native | envoy-jwt-authn | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
+    envoy-filter | envoy-filter-base | envoy-filter-uncounted | envoy-native | envoy-jwt-authn | envoy-jwt-authn-noedge | envoy-jwt-authn-cache | envoy-router | envoy-floor[0-3] | envoy-floor3p | envoy-floorr)
       envoy=$(bash deploy/envoy/install.sh | tail -1)
       yaml=$results/$gateway.yaml
       envoy_env=()
@@ -243,40 +249,12 @@ for gateway in $gateways; do
             --upstream-override "orders=http://127.0.0.1:$up_port" --out "$yaml"
           ;;
       esac
-      if [ "$gateway" = envoy-jwt-authn-cache ]; then
-        # Envoy's verified-token cache, per worker thread (only tokens that
-        # verified are kept); 100 entries is its documented default size.
-        python3 - "$yaml" <<'PY'
-import sys, yaml
-path = sys.argv[1]
-doc = yaml.safe_load(open(path))
-hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-jwt = next(f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.jwt_authn")
-for provider in jwt["typed_config"]["providers"].values():
-    provider["jwt_cache_config"] = {"jwt_cache_size": 100}
-yaml.safe_dump(doc, open(path, "w"), sort_keys=False)
-PY
-      fi
-      if [ "$gateway" = envoy-router ] || [[ $gateway == envoy-floor* ]]; then
-        # Every request to the orders cluster: for the router, the jwt_authn
-        # bootstrap without its checks; for a floor, the filter bootstrap
-        # with its wasm filter kept, since a floor module sets no upstream.
-        python3 - "$yaml" "127.0.0.1:$up_port" "$gateway" <<'PY'
-import sys, yaml
-path, cluster, gateway = sys.argv[1], sys.argv[2], sys.argv[3]
-doc = yaml.safe_load(open(path))
-hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-if gateway == "envoy-router":
-    hcm["http_filters"] = [f for f in hcm["http_filters"] if f["name"] == "envoy.filters.http.router"]
-vhost = hcm["route_config"]["virtual_hosts"][0]
-vhost.pop("request_headers_to_remove", None)
-vhost["routes"] = [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "host_rewrite_literal": cluster}}]
-yaml.safe_dump(doc, open(path, "w"), sort_keys=False)
-PY
-      fi
+      # The variants: jwt_authn's cache, the peer without the edge
+      # settings, the router alone, the floors (benches/envoy_variant.py).
+      python3 benches/envoy_variant.py "$yaml" "$gateway" "127.0.0.1:$up_port"
       cmd=("${envoy_env[@]}" "$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
       ;;
-    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-native, envoy-jwt-authn, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
+    *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-native, envoy-jwt-authn, envoy-jwt-authn-noedge, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
   esac
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"

@@ -194,6 +194,13 @@ fn native_jwt_authn_forwards_by_audience_and_refuses_the_rest() {
     assert_eq!(only_header(forwarded, "x-gateway-audience"), None, "{forwarded}");
     assert_eq!(only_header(forwarded, "x_gateway_subject"), None, "{forwarded}");
     assert_eq!(only_header(forwarded, "host"), Some(orders.addr.to_string().as_str()));
+    // An edge proxy, as the gateway is: the peer is the connection's, and
+    // Envoy appends it to X-Forwarded-For (a loopback peer as the machine's
+    // own address, Envoy's rule for an edge), and no x-envoy-* field goes
+    // upstream.
+    let peer = only_header(forwarded, "x-forwarded-for").unwrap_or_default();
+    assert!(peer.parse::<std::net::IpAddr>().is_ok(), "one address in X-Forwarded-For: {forwarded}");
+    assert_eq!(only_header(forwarded, "x-envoy-external-address"), None, "{forwarded}");
 
     // The audience picks the route, and the route's base path is kept.
     let for_billing = mint_for(&config, "billing", None, now(), 600).unwrap();

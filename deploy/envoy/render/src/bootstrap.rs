@@ -162,6 +162,21 @@ pub(crate) fn router_filter() -> Yaml {
     ])
 }
 
+/// The settings of a connection manager that faces clients directly, as
+/// Envoy's "Configuring Envoy as an edge proxy" sets them: the peer is the
+/// connection's, never a client's `X-Forwarded-For`, and no client is
+/// internal, so Envoy strips every client's `x-envoy-*` headers and adds no
+/// `x-envoy-internal`. (An empty list of ranges would mean Envoy's default,
+/// private ranges and loopback, so the one range is 0.0.0.0/32, never a
+/// peer.) The gateway's listener and its `jwt_authn` peer both carry them.
+pub(crate) fn edge_settings() -> [(&'static str, Yaml); 2] {
+    let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
+    [
+        ("use_remote_address", Yaml::Bool(true)),
+        ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
+    ]
+}
+
 /// An HTTP connection manager with `settings`, `filters`, and one virtual
 /// host for every domain holding `routes` and removing `headers_to_remove`
 /// from forwarded requests. It never generates an `x-request-id`: the

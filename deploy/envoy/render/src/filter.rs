@@ -18,7 +18,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::bootstrap::{
-    EnvoyError, add_cluster, bootstrap, connection_manager, header_route, router_filter, split_upstream,
+    EnvoyError, add_cluster, bootstrap, connection_manager, edge_settings, header_route, router_filter,
+    split_upstream,
 };
 use crate::yaml::{Yaml, map, text, typed};
 use gateway_config::{GatewayConfig, is_upstream_url};
@@ -232,20 +233,13 @@ fn http_connection_manager(
     limit_headers: &[String],
     routes: Vec<Yaml>,
 ) -> Yaml {
-    let internal_ranges = map([("address_prefix", text("0.0.0.0")), ("prefix_len", Yaml::Int(32))]);
+    // The edge's settings: the peer is the connection's (what the filter
+    // reads as source.address), and X-Forwarded-For is the module's alone.
+    let mut settings = Vec::from(edge_settings());
+    settings
+        .extend([("skip_xff_append", Yaml::Bool(true)), ("local_reply_config", upstream_failure_reply())]);
     connection_manager(
-        vec![
-            // The peer is the connection's (what the filter reads as
-            // source.address), and X-Forwarded-For is the module's alone.
-            ("use_remote_address", Yaml::Bool(true)),
-            ("skip_xff_append", Yaml::Bool(true)),
-            // No client is "internal": Envoy strips every client's x-envoy-*
-            // headers and adds no x-envoy-internal. An empty list would mean
-            // Envoy's default (private ranges and loopback), so the one range
-            // is 0.0.0.0/32, never a peer.
-            ("internal_address_config", map([("cidr_ranges", Yaml::List(vec![internal_ranges]))])),
-            ("local_reply_config", upstream_failure_reply()),
-        ],
+        settings,
         std::iter::once(gateway_filter).chain(limit_filters).chain([router_filter()]).collect(),
         // The route's header, the buckets' fields, and the address Envoy
         // records for an external client: the upstream gets the plan only.

@@ -24,8 +24,8 @@
 use gateway_config::{GatewayConfig, is_upstream_url};
 
 use crate::bootstrap::{
-    EnvoyError, EnvoyOptions, add_cluster, bootstrap, connection_manager, header_route, router_filter,
-    split_upstream,
+    EnvoyError, EnvoyOptions, add_cluster, bootstrap, connection_manager, edge_settings, header_route,
+    router_filter, split_upstream,
 };
 use crate::yaml::{Yaml, map, text, typed};
 
@@ -156,16 +156,22 @@ fn no_route(realm: &str) -> Yaml {
 }
 
 fn http_connection_manager(config: &GatewayConfig, routes: Vec<Yaml>) -> Yaml {
+    // An edge proxy, as the gateway's listener is (`edge_settings`): the
+    // peer is the connection's, and no client is internal.
+    let mut settings = Vec::from(edge_settings());
+    settings.extend([
+        // The gateway's path rules: dot segments resolved, encoded slashes refused.
+        ("normalize_path", Yaml::Bool(true)),
+        ("path_with_escaped_slashes_action", text("REJECT_REQUEST")),
+        // `x_gateway_subject` must not slip past the x-gateway- prefix.
+        ("common_http_protocol_options", map([("headers_with_underscores_action", text("DROP_HEADER"))])),
+    ]);
     connection_manager(
-        vec![
-            // The gateway's path rules: dot segments resolved, encoded slashes refused.
-            ("normalize_path", Yaml::Bool(true)),
-            ("path_with_escaped_slashes_action", text("REJECT_REQUEST")),
-            // `x_gateway_subject` must not slip past the x-gateway- prefix.
-            ("common_http_protocol_options", map([("headers_with_underscores_action", text("DROP_HEADER"))])),
-        ],
+        settings,
         vec![header_mutation_filter(), jwt_authn_filter(config), router_filter()],
-        &[AUDIENCE_HEADER],
+        // The address Envoy records for an external client, as the
+        // gateway's routes remove it: no x-envoy-* field goes upstream.
+        &[AUDIENCE_HEADER, "x-envoy-external-address"],
         routes,
     )
 }
@@ -262,6 +268,17 @@ mod tests {
     }
 
     use crate::yaml::tree::{HCM, at, str_at};
+
+    #[test]
+    fn the_peer_is_an_edge_proxy_as_the_gateway_is() {
+        let peer = jwt_authn_bootstrap(&two_routes(), &options()).expect("renders");
+        let gateway = crate::filter::filter_bootstrap(&two_routes(), &Default::default()).expect("renders");
+        for setting in ["use_remote_address", "internal_address_config"] {
+            let path = format!("{HCM}.{setting}");
+            assert_eq!(at(&peer, &path), at(&gateway, &path), "{setting}");
+        }
+        assert_eq!(at(&peer, &format!("{HCM}.use_remote_address")), &Yaml::Bool(true));
+    }
 
     #[test]
     fn the_provider_holds_the_key_issuer_audiences_and_leeway() {
