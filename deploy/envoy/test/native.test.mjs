@@ -2,7 +2,7 @@
 // in real Envoy 1.40: the ABI version it was built for is the one Envoy
 // loads it with, a bootstrap naming another is refused at start, and its
 // decisions are counted in Envoy's stats under the filter's names and
-// labels. The corpora through it are in testkit/conformance/hosts.test.mjs.
+// labels, on a tick. The corpora through it are in testkit/conformance/hosts.test.mjs.
 //
 //   node --test deploy/envoy/test/native.test.mjs
 import assert from "node:assert/strict";
@@ -38,11 +38,16 @@ describe("the native module in Envoy", { skip }, () => {
     const response = await fetch(`http://127.0.0.1:${envoy.port}/orders/1`);
     assert.equal(response.status, 401);
     assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="fixture"');
-    const scrape = await admin(envoy.adminPort, "/stats/prometheus");
-    assert.match(
-      scrape,
-      /^envoy_dynamicmodulescustom_gateway_decisions_total\{outcome="missing_authorization",rule="",route="",issuer=""\} [1-9]/m,
-    );
+    // Counted on a tick (at most 1 s after the request): scrape again
+    // (bounded, 5 s) until the count is there.
+    const decision =
+      /^envoy_dynamicmodulescustom_gateway_decisions_total\{outcome="missing_authorization",rule="",route="",issuer=""\} [1-9]/m;
+    let scrape = await admin(envoy.adminPort, "/stats/prometheus");
+    for (let waited = 0; !decision.test(scrape) && waited < 5000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      scrape = await admin(envoy.adminPort, "/stats/prometheus");
+    }
+    assert.match(scrape, decision);
     assert.match(scrape, /^envoy_dynamicmodulescustom_gateway_denied_total\{\} [1-9]/m);
   });
 });

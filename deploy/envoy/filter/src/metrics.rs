@@ -305,6 +305,55 @@ impl Table {
     }
 }
 
+/// What a decision's count is of, for a host that defines its metrics once
+/// and names the labels' values with each increment (the native module's
+/// labeled counters): [`Table::take_decision_counts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// [`DECISIONS`], with the decision's labels.
+    Decision(Labels),
+    /// [`ALLOWED`].
+    Allowed,
+    /// [`DENIED`].
+    Denied,
+    /// [`CACHE_HIT`].
+    CacheHit,
+    /// [`CACHE_MISS`].
+    CacheMiss,
+}
+
+impl Table {
+    /// Takes every decision count since the last call (the key fetcher's
+    /// are [`Table::hand_over`]'s alone): `give` gets each metric that
+    /// changed with its count, the decisions last, as `hand_over` gives
+    /// them.
+    pub fn take_decision_counts(&mut self, mut give: impl FnMut(Counted, u64)) {
+        let totals = [
+            (Counted::Allowed, &mut self.allowed),
+            (Counted::Denied, &mut self.denied),
+            (Counted::CacheHit, &mut self.cache_hit),
+            (Counted::CacheMiss, &mut self.cache_miss),
+        ];
+        for (counted, counter) in totals {
+            if counter.pending > 0 {
+                give(counted, std::mem::take(&mut counter.pending));
+            }
+        }
+        for ((outcome, rule, route, issuer), counter) in &mut self.decisions {
+            if counter.pending > 0 {
+                let labels = Labels {
+                    outcome: *outcome,
+                    rule: *rule,
+                    route: *route,
+                    issuer: *issuer,
+                    cache: Cache::None,
+                };
+                give(Counted::Decision(labels), std::mem::take(&mut counter.pending));
+            }
+        }
+    }
+}
+
 #[cfg(all(target_arch = "wasm32", counting, not(runtime_keys)))]
 pub(crate) use counting::start_ticks;
 #[cfg(all(target_arch = "wasm32", counting))]
@@ -492,6 +541,40 @@ mod tests {
 
     fn names() -> Names<'static> {
         Names { rules: &["admin"], routes: vec!["orders"], issuers: vec!["https://idp.test"] }
+    }
+
+    #[test]
+    fn decision_counts_are_taken_once_each_with_their_labels() {
+        let mut table = Table::new();
+        let expired = Labels { outcome: outcome::id("expired"), route: Some(1), ..Labels::default() };
+        let forwarded =
+            Labels { outcome: outcome::FORWARDED, route: Some(0), cache: Cache::Hit, ..Labels::default() };
+        for labels in [&expired, &forwarded, &expired, &Labels::of(outcome::PREFLIGHT)] {
+            table.count_decision(labels);
+        }
+        let mut taken = Vec::new();
+        table.take_decision_counts(|counted, delta| taken.push((counted, delta)));
+        let unlabelled = |labels: Labels| Counted::Decision(Labels { cache: Cache::None, ..labels });
+        // The totals first, then the decisions in the table's order (by outcome, rule, route, issuer).
+        let mut decisions = vec![
+            (unlabelled(forwarded), 1),
+            (unlabelled(expired), 2),
+            (unlabelled(Labels::of(outcome::PREFLIGHT)), 1),
+        ];
+        decisions.sort_by_key(|(counted, _)| match counted {
+            Counted::Decision(l) => (l.outcome, l.rule, l.route, l.issuer),
+            _ => unreachable!("only decisions here"),
+        });
+        let mut expected = vec![(Counted::Allowed, 1), (Counted::Denied, 2), (Counted::CacheHit, 1)];
+        expected.extend(decisions);
+        assert_eq!(taken, expected);
+        let mut again = 0;
+        table.take_decision_counts(|_, _| again += 1);
+        assert_eq!(again, 0, "each count is taken once");
+        table.count_decision(&expired);
+        let mut next = Vec::new();
+        table.take_decision_counts(|counted, delta| next.push((counted, delta)));
+        assert_eq!(next, [(Counted::Denied, 1), (unlabelled(expired), 1)]);
     }
 
     #[test]

@@ -24,10 +24,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 #[cfg(runtime_keys)]
 mod callout;
+#[cfg(counting)]
+mod ticks;
 mod types;
 
 #[cfg(runtime_keys)]
 pub use callout::CalloutAnswer;
+#[cfg(counting)]
+pub use ticks::Scheduler;
 pub use types::{Attribute, LogLevel, Map, Status};
 
 /// The ABI these bindings follow: `ENVOY_DYNAMIC_MODULES_ABI_VERSION` of
@@ -90,6 +94,7 @@ impl HttpHeader {
 }
 
 /// `envoy_dynamic_module_type_metrics_result_Success`.
+#[cfg(any(counting, runtime_keys))]
 const METRICS_SUCCESS: u32 = 0;
 
 unsafe extern "C" {
@@ -126,6 +131,7 @@ unsafe extern "C" {
         result: *mut EnvoyBuffer,
     ) -> bool;
     fn envoy_dynamic_module_callback_http_clear_route_cache(filter: *mut c_void);
+    #[cfg(any(counting, runtime_keys))]
     fn envoy_dynamic_module_callback_http_filter_config_define_counter(
         config: *mut c_void,
         name: ModuleBuffer,
@@ -133,6 +139,7 @@ unsafe extern "C" {
         label_names_length: usize,
         counter_id: *mut usize,
     ) -> u32;
+    #[cfg(runtime_keys)]
     fn envoy_dynamic_module_callback_http_filter_increment_counter(
         filter: *mut c_void,
         id: usize,
@@ -149,15 +156,20 @@ pub fn log(level: LogLevel, line: &str) {
     unsafe { envoy_dynamic_module_callback_log(level as u32, ModuleBuffer::of(line.as_bytes())) }
 }
 
-/// Envoy's filter configuration while `on_http_filter_config_new` runs:
-/// where counters are defined.
+/// Envoy's filter configuration while `on_http_filter_config_new` runs
+/// (where counters are defined and the tick's scheduler made) or
+/// `on_http_filter_config_scheduled` (where the tick's counts go). (A
+/// build that neither counts nor fetches keys defines nothing on it.)
+#[cfg_attr(not(any(counting, runtime_keys)), allow(dead_code))]
 pub struct ConfigHandle(*mut c_void);
 
 /// The shape of Envoy's calls that define a metric on a filter
 /// configuration (`..._config_define_counter`, `..._config_define_gauge`).
+#[cfg(any(counting, runtime_keys))]
 type DefineMetric =
     unsafe extern "C" fn(*mut c_void, ModuleBuffer, *mut ModuleBuffer, usize, *mut usize) -> u32;
 
+#[cfg(any(counting, runtime_keys))]
 impl ConfigHandle {
     /// Defines counter `name` with `labels`: its id, `None` when refused.
     pub fn define_counter(&self, name: &str, labels: &[&str]) -> Option<usize> {
@@ -288,7 +300,9 @@ impl Stream {
     }
 
     /// Adds one to counter `id` with label `values` (as many as it was
-    /// defined with). A refusal loses the count.
+    /// defined with). A refusal loses the count. (Decisions are counted on
+    /// the tick; the key fetcher's rare counts go at once.)
+    #[cfg(runtime_keys)]
     pub fn increment(&self, id: usize, values: &[&str]) {
         let mut values: Vec<ModuleBuffer> = values.iter().map(|v| ModuleBuffer::of(v.as_bytes())).collect();
         // SAFETY: the filter pointer of the running hook (made from the

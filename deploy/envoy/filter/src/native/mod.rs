@@ -10,7 +10,8 @@
 //! edits (CORS) are kept in the stream's state for its response. Any
 //! failure answers 500, as the proxy-wasm filter does: it fails closed.
 //! Decisions are counted in Envoy's stats under the proxy-wasm filter's
-//! names and labels ([`crate::metrics`]).
+//! names and labels ([`crate::metrics`]), on a tick as the filter counts
+//! ([`tally`]): a request makes no call into Envoy to be counted.
 //!
 //! With rate limits, a forward's buckets go to Envoy's `local_ratelimit`
 //! as request fields, and a refusal is answered with the core's 429 on the
@@ -24,15 +25,16 @@
 mod abi;
 #[cfg(runtime_keys)]
 mod keys;
+#[cfg(counting)]
+mod tally;
 
 use contract::fields::HostAnswer;
-use contract::outcome::{Cache, Labels};
+use contract::outcome::Labels;
 
 use crate::decision::{self, Decision};
 use crate::input;
 use crate::instance::INSTANCE;
 use crate::limits::{Kept, LIMITED_MARKER, refused_limit};
-use crate::metrics::{self, DECISION_LABELS, Names};
 use crate::plan::{self, Fields, GateError, ResponseEdits};
 use abi::{Attribute, ConfigHandle, LogLevel, Map, Status, Stream};
 
@@ -48,15 +50,12 @@ pub fn filter_config() -> String {
     format!("gateway abi {ABI_VERSION}")
 }
 
-/// The filter's configuration in the module: the counters' ids, defined
-/// once when Envoy loads the configuration.
+/// The filter's configuration in the module, made once when Envoy loads
+/// the configuration.
 pub(crate) struct Config {
-    decisions: Option<usize>,
-    allowed: Option<usize>,
-    denied: Option<usize>,
-    cache_hit: Option<usize>,
-    cache_miss: Option<usize>,
-    names: Names<'static>,
+    /// The counters, the counts since the last tick, and the ticker.
+    #[cfg(counting)]
+    tally: tally::Tally,
     /// Where the keys' URLs are fetched: the renderer's table.
     #[cfg(runtime_keys)]
     key_clusters: crate::fetch::KeyClusters,
@@ -100,6 +99,7 @@ impl StreamState {
 /// ones [`FILTER_NAME`] and [`filter_config`] render (with a config that
 /// fetches keys, the key clusters' table on the lines after it); otherwise
 /// the configuration is refused, with the reason in Envoy's log.
+#[cfg_attr(not(any(counting, runtime_keys)), allow(unused_variables))]
 fn new_config(handle: &ConfigHandle, name: &[u8], value: &[u8]) -> Option<Config> {
     #[cfg_attr(not(runtime_keys), allow(unused_variables))]
     let (first, table) = match value.iter().position(|b| *b == b'\n') {
@@ -120,17 +120,9 @@ fn new_config(handle: &ConfigHandle, name: &[u8], value: &[u8]) -> Option<Config
         );
         return None;
     }
-    let names = metrics::compiled_names();
-    let counted = cfg!(counting);
-    let counter =
-        |name: &str, labels: &[&str]| counted.then(|| handle.define_counter(name, labels)).flatten();
     Some(Config {
-        decisions: counter(metrics::DECISIONS, &DECISION_LABELS),
-        allowed: counter(metrics::ALLOWED, &[]),
-        denied: counter(metrics::DENIED, &[]),
-        cache_hit: counter(metrics::CACHE_HIT, &[]),
-        cache_miss: counter(metrics::CACHE_MISS, &[]),
-        names,
+        #[cfg(counting)]
+        tally: tally::Tally::start(handle),
         #[cfg(runtime_keys)]
         key_clusters: match crate::fetch::KeyClusters::parse(&String::from_utf8_lossy(table)) {
             Ok(clusters) => clusters,
@@ -217,7 +209,7 @@ fn on_callout_done(state: &mut StreamState, mut stream: Stream, id: u64, answer:
 
 /// The 500 every host answers a module failure with, counted as such.
 fn module_failed(config: &Config, stream: &mut Stream) -> Status {
-    count(config, stream, &Labels::of(HostAnswer::ModuleFailed.outcome()));
+    count(config, &Labels::of(HostAnswer::ModuleFailed.outcome()));
     let answer = HostAnswer::ModuleFailed;
     stream.send_response(
         answer.status(),
@@ -277,7 +269,6 @@ fn gate(state: &mut StreamState, stream: &mut Stream, content_follows: bool) -> 
         if !counted_later {
             count(
                 state.config,
-                stream,
                 match &decision {
                     Decision::Forward(forward) => &forward.labels,
                     Decision::Answer(answer) => &answer.labels,
@@ -335,7 +326,7 @@ fn on_response_headers(state: &mut StreamState, mut stream: Stream) -> Status {
             // Only a build with rate limits keeps a forward.
             #[cfg(limits)]
             Some(limit) => return answer_refusal(state.config, stream, &kept, limit),
-            _ => count(state.config, &stream, &kept.labels),
+            _ => count(state.config, &kept.labels),
         }
     }
     if let Some(edits) = edits
@@ -354,7 +345,7 @@ fn answer_refusal(config: &Config, mut stream: Stream, kept: &Kept, limit: u8) -
     let answered = INSTANCE.with(|cell| {
         let mut instance = cell.try_borrow_mut().map_err(|_| crate::limits::RefusalError::Busy)?;
         let answer = crate::limits::refusal(&mut instance, kept, limit)?;
-        count(config, &stream, &answer.labels);
+        count(config, &answer.labels);
         let fields: Vec<(&str, &str)> = answer.fields().collect();
         stream.send_response(answer.status, &fields, answer.body.as_bytes());
         Ok::<_, crate::limits::RefusalError>(())
@@ -371,39 +362,29 @@ fn answer_refusal(config: &Config, mut stream: Stream, kept: &Kept, limit: u8) -
 /// The stream is over: a forward with buckets whose response never came is
 /// counted as the forward it was; key fetches it carried failed (Envoy
 /// cancels them).
-fn on_stream_complete(state: &mut StreamState, stream: Stream) {
+#[cfg_attr(not(runtime_keys), allow(unused_mut, unused_variables))]
+fn on_stream_complete(state: &mut StreamState, mut stream: Stream) {
     #[cfg(runtime_keys)]
-    let stream = {
-        let mut stream = stream;
-        keys::abandoned(state, &mut stream);
-        stream
-    };
+    keys::abandoned(state, &mut stream);
     if let Some(kept) = state.kept.take() {
-        count(state.config, &stream, &kept.labels);
+        count(state.config, &kept.labels);
     }
 }
 
-/// Counts a decision, or the filter's own answer: by its labels, allowed or
-/// denied (a preflight is neither), and the token cache's hit or miss.
-fn count(config: &Config, stream: &Stream, labels: &Labels) {
-    if let Some(id) = config.decisions {
-        stream.increment(id, &config.names.decision_values(labels));
-    }
-    let verdict = if contract::outcome::allowed(labels.outcome) {
-        config.allowed
-    } else if labels.outcome != contract::outcome::PREFLIGHT {
-        config.denied
-    } else {
-        None
-    };
-    let cache = match labels.cache {
-        Cache::Hit => config.cache_hit,
-        Cache::Miss => config.cache_miss,
-        Cache::None => None,
-    };
-    for id in [verdict, cache].into_iter().flatten() {
-        stream.increment(id, &[]);
-    }
+/// Counts a decision, or the filter's own answer, in the configuration's
+/// table: Envoy gets it on the next tick ([`on_tick`]).
+fn count(config: &Config, labels: &Labels) {
+    #[cfg(counting)]
+    config.tally.count(labels);
+    #[cfg(not(counting))]
+    let _ = (config, labels);
+}
+
+/// A tick, on Envoy's main thread: Envoy gets what the configuration's
+/// streams counted since the last one ([`tally::Tally::hand_over`]).
+#[cfg(counting)]
+pub(crate) fn on_tick(handle: &ConfigHandle, config: &Config) {
+    config.tally.hand_over(handle);
 }
 
 #[cfg(test)]
