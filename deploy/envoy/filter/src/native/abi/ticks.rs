@@ -3,7 +3,11 @@
 //! commit, from any thread, has Envoy's main thread call the
 //! configuration's hook ([`envoy_dynamic_module_on_http_filter_config_scheduled`]),
 //! and the configuration's own counter call, which that hook makes
-//! (`..._config_increment_counter`: no stream needed).
+//! (`..._config_increment_counter`: no stream needed). Declared as Envoy
+//! 1.40.0's `abi.h` gives them: the configuration's counter call takes the
+//! stream's arguments with the configuration in the stream's place (in
+//! Envoy 1.40's binary both check the label count and the id alike before
+//! they reach the counter).
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
