@@ -1,7 +1,7 @@
 //! `serve --metrics ADDR`: what the gateway decided and how the host fared,
 //! in the Prometheus text format on a listener of its own. The counters
 //! share their names and labels with the Envoy filter's
-//! (`deploy/envoy/filter/src/metrics.rs`) where they mean the same, and
+//! (`deploy/envoy/filter/src/metrics/`) where they mean the same, and
 //! take `jwt_authn`'s words where it has one (`allowed`, `denied`,
 //! `jwks_fetch_success`, `jwks_fetch_failed`, `jwt_cache_hit`,
 //! `jwt_cache_miss`).

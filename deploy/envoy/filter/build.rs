@@ -11,7 +11,7 @@
 //! forward's buckets to Envoy's `local_ratelimit` and, on the response
 //! path, turns its refusal into the module's 429 (`src/limits.rs`). And
 //! `cfg(counting)` unless the feature `uncounted` compiles the counting
-//! out (`src/metrics.rs`); `cfg(ticks)` when the build counts or fetches
+//! out (`src/metrics/`); `cfg(ticks)` when the build counts or fetches
 //! keys: the root context's `proxy_on_configure` and `proxy_on_tick`.
 
 use std::path::PathBuf;

@@ -1,6 +1,6 @@
 //! The bootstrap's `stats_config` for the gateway filter's metrics: the
 //! filter writes each label into the metric's name as `;<label>=<value>`
-//! (`deploy/envoy/filter/src/metrics.rs`), and one `stats_tags` entry per
+//! (`deploy/envoy/filter/src/metrics/`), and one `stats_tags` entry per
 //! label takes it out again as a tag, which `/stats/prometheus` writes as a
 //! Prometheus label. So Envoy's scrape has the same series as `host-sim
 //! serve --metrics`: `gateway_decisions_total{outcome,rule,route,issuer}`.
