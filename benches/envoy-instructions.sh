@@ -108,14 +108,12 @@ for gateway in $gateways; do
     file=$out/$gateway-$case.callgrind
     rm -f "$file" "$file".*
     note "$gateway, $case: Envoy under callgrind, $requests requests"
-    env "ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$(dirname "$native")" \
+    start "$gateway under callgrind" "$port" "$out/$gateway-$case.log" \
+      env "ENVOY_DYNAMIC_MODULES_SEARCH_PATH=$(dirname "$native")" \
       valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$file" \
-      "$envoy" --config-path "$yaml" --concurrency 1 --disable-hot-restart --log-level error \
-      >"$out/$gateway-$case.log" 2>&1 &
-    pid=$!
-    pids+=("$pid")
-    for _ in $(seq 600); do listening "$port" && break; sleep 0.2; done
-    listening "$port" || die "$gateway did not listen under valgrind within 120 s ($out/$gateway-$case.log)"
+      "$envoy" --config-path "$yaml" --concurrency 1 --disable-hot-restart --log-level error
+    # `env` runs valgrind in its own process: the pid callgrind_control talks to.
+    pid=$(started_pid)
     url="http://127.0.0.1:$port/orders/1?q=load"
     "$oha" --no-tui -n 300 -c 1 -H "Authorization: Bearer $token" "$url" >/dev/null
     callgrind_control -i on "$pid" >/dev/null
