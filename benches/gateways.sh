@@ -105,7 +105,13 @@
 #   GATEWAYS              which to run ("host-sim host-sim-reuse workerd workerd-proxy envoy-filter
 #                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve")
 #   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
-# Output: markdown on stdout and in target/bench-results/gateways.md.
+#   GATEWAYS_PIN          1: the gateway pinned to CPU 0 (Envoy with one worker), oha and the
+#                         upstream to CPU 1 (taskset). On two cores the load's one core is then
+#                         what limits requests/s, not the gateway (docs/PERFORMANCE.md, "The
+#                         native Envoy module against the filter and jwt_authn"); 0 (default):
+#                         all of them share every core
+# Output: markdown on stdout and in target/bench-results/gateways.md
+# (gateways-pinned.md with GATEWAYS_PIN=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/loopback.sh
@@ -118,6 +124,7 @@ gateways=${GATEWAYS:-host-sim host-sim-reuse workerd workerd-proxy envoy-filter 
 oha_version=1.16.0
 results=target/bench-results
 out=$results/gateways.md
+pin=${GATEWAYS_PIN:-0}
 host_sim=target/release/host-sim
 render=target/release/envoy-jwt-authn
 workerd=node_modules/.bin/workerd
@@ -127,6 +134,17 @@ note() { echo "==> $*" >&2; }
 [[ "$secs" =~ ^[0-9]+$ ]] && [ "$secs" -ge 1 ] && [ "$secs" -le 60 ] || die "GATEWAYS_SECONDS must be 1 to 60"
 [[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] && [ "$rounds" -le 9 ] || die "GATEWAYS_ROUNDS must be 1 to 9"
 mkdir -p "$results"
+# The pinned layout: the gateway on CPU 0, the load on CPU 1.
+gateway_cpu=() load_cpu=()
+case $pin in
+  0) ;;
+  1)
+    [ "$(nproc)" -ge 2 ] || die "GATEWAYS_PIN=1 needs two cores, this machine has $(nproc)"
+    command -v taskset >/dev/null || die "GATEWAYS_PIN=1 needs taskset (util-linux)"
+    gateway_cpu=(taskset -c 0) load_cpu=(taskset -c 1) out=$results/gateways-pinned.md
+    ;;
+  *) die "GATEWAYS_PIN must be 0 or 1" ;;
+esac
 
 # The workspace's one release build (`make host`): the same command as
 # `make test`, so the features resolve the same and nothing is rebuilt.
@@ -151,7 +169,7 @@ fi
 
 
 up_port=$(free_port)
-start upstream "$up_port" "$results/gateways-upstream.log" "$host_sim" upstream --listen "127.0.0.1:$up_port"
+start upstream "$up_port" "$results/gateways-upstream.log" "${load_cpu[@]}" "$host_sim" upstream --listen "127.0.0.1:$up_port"
 orders_upstream=$(python3 -c '
 import tomllib
 routes = tomllib.load(open("gateway.toml", "rb")).get("routes", [])
@@ -191,7 +209,7 @@ for gateway in $gateways; do
       [[ "$wasi_up_port" =~ ^[0-9]+$ ]] || die "$gateway: the orders route ($orders_origin) is not a loopback origin with a port"
       if [ -z "${wasi_upstream_started:-}" ]; then
         ! listening "$wasi_up_port" || die "$gateway: 127.0.0.1:$wasi_up_port (the orders route) is in use"
-        start upstream "$wasi_up_port" "$results/gateways-upstream-wasi-http.log" "$host_sim" upstream --listen "127.0.0.1:$wasi_up_port"
+        start upstream "$wasi_up_port" "$results/gateways-upstream-wasi-http.log" "${load_cpu[@]}" "$host_sim" upstream --listen "127.0.0.1:$wasi_up_port"
         wasi_upstream_started=1
       fi
       cmd=("$wasmtime" serve --addr "127.0.0.1:$p")
@@ -253,9 +271,12 @@ for gateway in $gateways; do
       # settings, the router alone, the floors (benches/envoy_variant.py).
       python3 benches/envoy_variant.py "$yaml" "$gateway" "127.0.0.1:$up_port"
       cmd=("${envoy_env[@]}" "$envoy" --config-path "$yaml" --disable-hot-restart --log-level error)
+      # One worker for the one core it is given.
+      if [ "$pin" = 1 ]; then cmd+=(--concurrency 1); fi
       ;;
     *) die "unknown gateway $gateway (host-sim, host-sim-base, host-sim-reuse, host-sim-metrics, envoy-filter-uncounted, workerd, workerd-base, workerd-proxy, workerd-floor0 to workerd-floor2, envoy-filter, envoy-filter-base, envoy-native, envoy-jwt-authn, envoy-jwt-authn-noedge, envoy-jwt-authn-cache, envoy-router, envoy-floor0 to envoy-floor3, envoy-floor3p, envoy-floorr, wasmtime-serve, wasmtime-serve-reuse)" ;;
   esac
+  cmd=("${gateway_cpu[@]}" "${cmd[@]}")
   commands[$gateway]="${cmd[*]}"
   note "starting $gateway on 127.0.0.1:$p"
   start "$gateway" "$p" "$results/gateways-$gateway.log" "${cmd[@]}"
@@ -279,7 +300,7 @@ cases_of() {
 measure() { # url token rate seconds expected_status
   local json rate_args=()
   [ -n "$3" ] && rate_args=(--latency-correction -q "$3")
-  json=$(timeout $(($4 + 30)) "$oha" --no-tui --output-format json "${rate_args[@]}" \
+  json=$(timeout $(($4 + 30)) "${load_cpu[@]}" "$oha" --no-tui --output-format json "${rate_args[@]}" \
     -w -z "${4}s" -c "$conns" -H "Authorization: Bearer $2" "$1")
   python3 -c '
 import json, sys
@@ -386,12 +407,16 @@ sorted_rows() { # with_rate rows...
 }
 
 {
-  echo "oha $oha_version, $conns connections; $(nproc) cores shared by oha, the gateway and the upstream;"
+  if [ "$pin" = 1 ]; then
+    echo "oha $oha_version, $conns connections; the gateway pinned to CPU 0 (Envoy with --concurrency 1), oha and the upstream to CPU 1 ($(nproc) cores);"
+  else
+    echo "oha $oha_version, $conns connections; $(nproc) cores shared by oha, the gateway and the upstream;"
+  fi
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'); load before: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo '```'
-  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_ROUNDS=$rounds GATEWAYS_CONNECTIONS=$conns bash benches/gateways.sh"
-  echo "fixed rate:  oha --no-tui --output-format json --latency-correction -q RATE -w -z ${secs}s -c $conns -H 'Authorization: Bearer TOKEN' http://127.0.0.1:PORT/orders/1?q=load"
+  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_ROUNDS=$rounds GATEWAYS_CONNECTIONS=$conns${GATEWAYS:+ GATEWAYS=\"$gateways\"}${gateway_cpu:+ GATEWAYS_PIN=1} bash benches/gateways.sh"
+  echo "fixed rate:  ${load_cpu[*]}${load_cpu:+ }oha --no-tui --output-format json --latency-correction -q RATE -w -z ${secs}s -c $conns -H 'Authorization: Bearer TOKEN' http://127.0.0.1:PORT/orders/1?q=load"
   echo "closed loop: the same without --latency-correction -q RATE"
   echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"
   for gateway in $gateways; do

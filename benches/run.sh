@@ -311,6 +311,11 @@ if skipped gateways; then echo "(gateways skipped)"; else
   # costs, in the same interleaved rounds (benches/observe-cost.sh).
   GATEWAYS="host-sim host-sim-metrics host-sim-reuse workerd workerd-proxy envoy-filter envoy-filter-uncounted envoy-native envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve" \
     bash benches/gateways.sh
+  # The Envoy gateways again, each pinned to a core of its own with one
+  # worker and the load pinned to the other, so that the gateway is what
+  # limits requests/s (about 6 minutes).
+  GATEWAYS="envoy-native envoy-filter envoy-jwt-authn envoy-router" GATEWAYS_PIN=1 GATEWAYS_RATES=2000 \
+    bash benches/gateways.sh
 fi
 
 # ---- 7. report -----------------------------------------------------------------
@@ -325,5 +330,11 @@ if [ -f "$results/gateways.md" ]; then
     echo; echo "## 10. What counting costs: host-sim serve with --metrics, the Envoy filter with its stats"; echo
     echo "From the rounds above (\`OBSERVE_COST_REPORT=$results/gateways.md bash benches/observe-cost.sh\`; alone: \`bash benches/observe-cost.sh\`)."; echo
     OBSERVE_COST_REPORT="$results/gateways.md" bash benches/observe-cost.sh; } >>docs/PERFORMANCE.md
+fi
+if [ -f "$results/gateways-pinned.md" ]; then
+  { echo; echo "## 11. The Envoy gateways, each on a core of its own"; echo
+    echo 'Envoy with one worker pinned to CPU 0, oha and the upstream pinned to CPU 1 (`GATEWAYS_PIN=1`), so that the gateway, not the load beside it, is what runs out: where requests/s times CPU µs/request comes to about 1 s per second, Envoy'"'"'s core was full.'; echo
+    cat "$results/gateways-pinned.md"
+    python3 benches/gateway_targets.py "$results/gateways-pinned.md"; } >>docs/PERFORMANCE.md
 fi
 echo "==> done in $(( $(date +%s) - started ))s"
