@@ -108,9 +108,11 @@ export function proof(key, { htm, htu, token, header = {}, claims = {}, spell = 
 /**
  * Runs the script against the gateway on 127.0.0.1:`port` whose upstreams
  * are `recorder` (startLimitsRecorder in limits-script.mjs). `differences`:
- * none so far: two DPoP fields that a host's front end joins into one
- * value (workerd's Headers) are refused as two by the module, which reads
- * a comma as the join (no proof holds one).
+ * `{ pauseMs: N }` for a host whose replay store is one instance's, kept
+ * only while each request finds that instance free again (wasmtime serve:
+ * WASI_HTTP_PAUSE_MS in limits-script.mjs). Two DPoP fields that a host's
+ * front end joins into one value (workerd's Headers) are refused as two by
+ * the module, which reads a comma as the join (no proof holds one).
  */
 export async function runDpopScript(port, recorder, differences = {}) {
   const run = randomBytes(4).toString("hex");
@@ -121,7 +123,9 @@ export async function runDpopScript(port, recorder, differences = {}) {
   // Each request on a fresh connection, its fields in order, a repeated
   // field as as many lines; the answer is read up to its end, not to the
   // connection's close (Envoy closes only after its delayed-close timeout).
-  const send = (fields, { method = "GET", path = "/orders/1", host = authority } = {}) => {
+  const send = async (fields, { method = "GET", path = "/orders/1", host = authority } = {}) => {
+    // A replay is refused by the store of the instance that serves it (limits-script.mjs, WASI_HTTP_PAUSE_MS).
+    if (differences.pauseMs) await new Promise((r) => setTimeout(r, differences.pauseMs));
     const headers = { host, connection: "close" };
     for (const [name, value] of fields) headers[name] = name in headers ? [headers[name], value].flat() : value;
     return new Promise((resolve, reject) => {

@@ -9,6 +9,7 @@
 //
 //   node --test testkit/conformance/dpop.test.mjs
 import { DPOP_ORIGINS, runDpopScript } from "./dpop-script.mjs";
+import { WASI_HTTP_PAUSE_MS } from "./limits-script.mjs";
 import { throughEveryHost } from "./fixture-hosts.mjs";
 
 throughEveryHost({
@@ -17,4 +18,5 @@ throughEveryHost({
   what: "DPoP",
   title: "the conformance script: proofs verified, replays refused, nothing refused reaches the upstream",
   script: (host, recorder, differences) => runDpopScript(host.port, recorder, differences),
+  differences: { "wasi-http": { pauseMs: WASI_HTTP_PAUSE_MS } },
 });
