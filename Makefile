@@ -100,7 +100,8 @@ envoy:
 	bash deploy/envoy/install.sh
 
 ## wasmtime: `wasmtime serve` (wasmtime-cli at the workspace's wasmtime version) into
-## target/tools, when missing (once: 13 minutes on this shared two-core machine)
+## target/tools, when missing (once: about 12 minutes on this shared two-core machine; `make test`
+## starts it in the background first, see tools-background)
 wasmtime:
 	bash deploy/wasi-http/install.sh wasmtime
 
