@@ -106,10 +106,10 @@
 #                         envoy-jwt-authn envoy-jwt-authn-cache envoy-router wasmtime-serve")
 #   GATEWAYS_BASE         the checkout host-sim-base, envoy-filter-base and workerd-base run from
 #   GATEWAYS_PIN          1: the gateway pinned to CPU 0 (Envoy with one worker), oha and the
-#                         upstream to CPU 1 (taskset). On two cores the load's one core is then
-#                         what limits requests/s, not the gateway (docs/PERFORMANCE.md, "The
-#                         native Envoy module against the filter and jwt_authn"); 0 (default):
-#                         all of them share every core
+#                         upstream to CPU 1 (taskset), so that the gateway's core is what runs
+#                         out; where requests/s times CPU µs/request comes to about 1 s per
+#                         second, it did (docs/PERFORMANCE.md, "Each gateway on a core of its
+#                         own"). 0 (default): all of them share every core
 # Output: markdown on stdout and in target/bench-results/gateways.md
 # (gateways-pinned.md with GATEWAYS_PIN=1).
 set -euo pipefail
@@ -135,13 +135,14 @@ note() { echo "==> $*" >&2; }
 [[ "$rounds" =~ ^[0-9]+$ ]] && [ "$rounds" -ge 1 ] && [ "$rounds" -le 9 ] || die "GATEWAYS_ROUNDS must be 1 to 9"
 mkdir -p "$results"
 # The pinned layout: the gateway on CPU 0, the load on CPU 1.
-gateway_cpu=() load_cpu=()
+gateway_cpu=() load_cpu=() layout="$(nproc) cores shared by oha, the gateway and the upstream"
 case $pin in
   0) ;;
   1)
     [ "$(nproc)" -ge 2 ] || die "GATEWAYS_PIN=1 needs two cores, this machine has $(nproc)"
     command -v taskset >/dev/null || die "GATEWAYS_PIN=1 needs taskset (util-linux)"
     gateway_cpu=(taskset -c 0) load_cpu=(taskset -c 1) out=$results/gateways-pinned.md
+    layout="the gateway pinned to CPU 0 (Envoy with --concurrency 1), oha and the upstream to CPU 1 ($(nproc) cores)"
     ;;
   *) die "GATEWAYS_PIN must be 0 or 1" ;;
 esac
@@ -407,15 +408,11 @@ sorted_rows() { # with_rate rows...
 }
 
 {
-  if [ "$pin" = 1 ]; then
-    echo "oha $oha_version, $conns connections; the gateway pinned to CPU 0 (Envoy with --concurrency 1), oha and the upstream to CPU 1 ($(nproc) cores);"
-  else
-    echo "oha $oha_version, $conns connections; $(nproc) cores shared by oha, the gateway and the upstream;"
-  fi
+  echo "oha $oha_version, $conns connections; $layout;"
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'); load before: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo '```'
-  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_ROUNDS=$rounds GATEWAYS_CONNECTIONS=$conns${GATEWAYS:+ GATEWAYS=\"$gateways\"}${gateway_cpu:+ GATEWAYS_PIN=1} bash benches/gateways.sh"
+  echo "GATEWAYS_RATES=\"$rates\" GATEWAYS_SECONDS=$secs GATEWAYS_ROUNDS=$rounds GATEWAYS_CONNECTIONS=$conns${GATEWAYS:+ GATEWAYS=\"$gateways\"} GATEWAYS_PIN=$pin bash benches/gateways.sh"
   echo "fixed rate:  ${load_cpu[*]}${load_cpu:+ }oha --no-tui --output-format json --latency-correction -q RATE -w -z ${secs}s -c $conns -H 'Authorization: Bearer TOKEN' http://127.0.0.1:PORT/orders/1?q=load"
   echo "closed loop: the same without --latency-correction -q RATE"
   echo "upstream: $host_sim upstream --listen 127.0.0.1:UPSTREAM"

@@ -35,13 +35,24 @@ export function wasiHttpReady() {
 /**
  * `wasmtime serve` options that keep one instance for every request, one
  * request at a time: what a long-lived host does (host-sim --isolation
- * reuse, workerd's isolate, Envoy's VM), as wasmtime serve can be told to.
+ * reuse, workerd's isolate, Envoy's VM), as near as wasmtime serve can be
+ * told to. A request that comes before the last one's instance has marked
+ * itself free again still gets a new instance (README, "Rate limits"):
+ * a test that needs one instance pauses ONE_INSTANCE_PAUSE_MS first.
  */
 export const REUSE_ONE_INSTANCE = [
   "--max-instance-reuse-count", "1000000000",
   "--idle-instance-timeout", "3600s",
   "--max-concurrent-requests", "1",
 ];
+
+/**
+ * The pause before each request of a test that needs REUSE_ONE_INSTANCE's
+ * one instance (its counts, its replay store): long enough for the last
+ * request's instance to be free again (wasmtime-wasi-http 48's handler
+ * starts a new worker for a request that finds none free).
+ */
+export const ONE_INSTANCE_PAUSE_MS = 50;
 
 /**
  * The corpus as this host must answer it: wasi:http 0.2 shows a component

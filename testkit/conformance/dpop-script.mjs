@@ -16,6 +16,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { request } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import { mintToken } from "../../deploy/workerd/harness.mjs";
 
 /** The fixture's token signing keys by issuer (testkit/fixture-dpop.toml). */
@@ -110,7 +111,7 @@ export function proof(key, { htm, htu, token, header = {}, claims = {}, spell = 
  * are `recorder` (startLimitsRecorder in limits-script.mjs). `differences`:
  * `{ pauseMs: N }` for a host whose replay store is one instance's, kept
  * only while each request finds that instance free again (wasmtime serve:
- * WASI_HTTP_PAUSE_MS in limits-script.mjs). Two DPoP fields that a host's
+ * ONE_INSTANCE_PAUSE_MS in deploy/wasi-http/harness.mjs). Two DPoP fields that a host's
  * front end joins into one value (workerd's Headers) are refused as two by
  * the module, which reads a comma as the join (no proof holds one).
  */
@@ -124,8 +125,7 @@ export async function runDpopScript(port, recorder, differences = {}) {
   // field as as many lines; the answer is read up to its end, not to the
   // connection's close (Envoy closes only after its delayed-close timeout).
   const send = async (fields, { method = "GET", path = "/orders/1", host = authority } = {}) => {
-    // A replay is refused by the store of the instance that serves it (limits-script.mjs, WASI_HTTP_PAUSE_MS).
-    if (differences.pauseMs) await new Promise((r) => setTimeout(r, differences.pauseMs));
+    if (differences.pauseMs) await sleep(differences.pauseMs);
     const headers = { host, connection: "close" };
     for (const [name, value] of fields) headers[name] = name in headers ? [headers[name], value].flat() : value;
     return new Promise((resolve, reject) => {

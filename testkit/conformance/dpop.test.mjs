@@ -8,8 +8,8 @@
 // token travelling upstream.
 //
 //   node --test testkit/conformance/dpop.test.mjs
+import { ONE_INSTANCE_PAUSE_MS } from "../../deploy/wasi-http/harness.mjs";
 import { DPOP_ORIGINS, runDpopScript } from "./dpop-script.mjs";
-import { WASI_HTTP_PAUSE_MS } from "./limits-script.mjs";
 import { throughEveryHost } from "./fixture-hosts.mjs";
 
 throughEveryHost({
@@ -18,5 +18,5 @@ throughEveryHost({
   what: "DPoP",
   title: "the conformance script: proofs verified, replays refused, nothing refused reaches the upstream",
   script: (host, recorder, differences) => runDpopScript(host.port, recorder, differences),
-  differences: { "wasi-http": { pauseMs: WASI_HTTP_PAUSE_MS } },
+  differences: { "wasi-http": { pauseMs: ONE_INSTANCE_PAUSE_MS } },
 });

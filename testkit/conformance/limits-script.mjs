@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { mintToken } from "../../deploy/workerd/harness.mjs";
 
 /** The fixture's signing keys by issuer (testkit/fixture-limits.toml). */
@@ -50,28 +51,19 @@ export async function startLimitsRecorder() {
 }
 
 /**
- * The pause before each request through wasmtime serve: a request that
- * comes before the last one's instance has marked itself free again gets a
- * new instance, with counts of its own, even with --max-concurrent-requests 1
- * (wasmtime-wasi-http 48's handler starts a worker when none is free).
- */
-export const WASI_HTTP_PAUSE_MS = 50;
-
-/**
  * Runs the script against the gateway at `base` (`http://127.0.0.1:PORT`)
  * whose upstreams are `recorder`. `differences`: `{ remaining: false }`
  * for a host that cannot report remaining counts (no `ratelimit` field on
  * forwards, Retry-After the limit's interval), `{ peer: "unknown" }` for
  * a host that cannot see the client's address, `{ pauseMs: N }` for a host
- * that counts in one instance only while it serves one request after
- * another with the instance free again in between (wasmtime serve:
- * deploy/wasi-http/README.md, "Rate limits").
+ * that counts in one instance only while each request finds it free again
+ * (wasmtime serve: ONE_INSTANCE_PAUSE_MS in deploy/wasi-http/harness.mjs).
  */
 export async function runLimitsScript(base, recorder, differences = {}) {
   const run = randomBytes(4).toString("hex");
   const remaining = differences.remaining !== false;
   const send = async (path, token, headers = {}) => {
-    if (differences.pauseMs) await new Promise((r) => setTimeout(r, differences.pauseMs));
+    if (differences.pauseMs) await sleep(differences.pauseMs);
     const auth = token ? { authorization: `Bearer ${token}` } : {};
     const res = await fetch(`${base}${path}`, { headers: { ...auth, ...headers }, signal: AbortSignal.timeout(10000) });
     return { status: res.status, headers: res.headers, body: await res.text() };

@@ -11,7 +11,8 @@
 //
 //   node --test testkit/conformance/limits.test.mjs
 import { throughEveryHost } from "./fixture-hosts.mjs";
-import { LIMITS_ORIGINS, WASI_HTTP_PAUSE_MS, runLimitsScript } from "./limits-script.mjs";
+import { ONE_INSTANCE_PAUSE_MS } from "../../deploy/wasi-http/harness.mjs";
+import { LIMITS_ORIGINS, runLimitsScript } from "./limits-script.mjs";
 
 throughEveryHost({
   name: "limits",
@@ -19,5 +20,5 @@ throughEveryHost({
   what: "rate limits",
   title: "the conformance script: per subject, route, claim and address; nothing refused reaches the upstream",
   script: (host, recorder, differences) => runLimitsScript(`http://127.0.0.1:${host.port}`, recorder, differences),
-  differences: { envoy: { remaining: false }, "wasi-http": { peer: "unknown", pauseMs: WASI_HTTP_PAUSE_MS } },
+  differences: { envoy: { remaining: false }, "wasi-http": { peer: "unknown", pauseMs: ONE_INSTANCE_PAUSE_MS } },
 });

@@ -11,9 +11,10 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ROOT } from "../../workerd/harness.mjs";
-import { LIMITS_ORIGINS, WASI_HTTP_PAUSE_MS, limitsToken, startLimitsRecorder } from "../../../testkit/conformance/limits-script.mjs";
-import { REUSE_ONE_INSTANCE, WASMTIME, startWasiHttp } from "../harness.mjs";
+import { LIMITS_ORIGINS, limitsToken, startLimitsRecorder } from "../../../testkit/conformance/limits-script.mjs";
+import { ONE_INSTANCE_PAUSE_MS, REUSE_ONE_INSTANCE, WASMTIME, startWasiHttp } from "../harness.mjs";
 
 const COMPONENT = join(ROOT, "target", "fixture", "gateway-limits-wasi-http.wasm");
 const required = process.env.REQUIRE_WASI_HTTP === "1";
@@ -35,8 +36,7 @@ describe("rate limits in the wasi:http component", { skip }, () => {
     const token = limitsToken({ sub: "zed" });
     const statuses = [];
     for (let i = 0; i < 5; i++) {
-      // One instance serves them only if each finds it free again (README, "Rate limits").
-      await new Promise((r) => setTimeout(r, WASI_HTTP_PAUSE_MS));
+      await sleep(ONE_INSTANCE_PAUSE_MS);
       const res = await fetch(`http://127.0.0.1:${host.port}/orders/9`, { headers: { authorization: `Bearer ${token}` } });
       statuses.push(res.status);
       await res.arrayBuffer();
