@@ -28,12 +28,12 @@ export GATEWAY_CONFIG="${GATEWAY_CONFIG:-gateway.toml}"
 # workspace's host builds use, and would rebuild them in turn.
 target_dir=target/envoy-native
 features=native${WORKER_FEATURES:+,$WORKER_FEATURES}
-echo "==> cargo rustc -p gateway-envoy-filter --release --features $features (Envoy dynamic module, config $GATEWAY_CONFIG)"
-# The release profile unwinds on a panic, which each hook catches and
-# answers 500 (src/native/abi.rs): a panic never takes Envoy down.
-cargo rustc -p gateway-envoy-filter --lib --release --crate-type cdylib --quiet \
+echo "==> cargo rustc -p gateway-envoy-filter --profile envoy-native --features $features (Envoy dynamic module, config $GATEWAY_CONFIG)"
+# The envoy-native profile (Cargo.toml) unwinds on a panic, which each hook
+# catches and answers 500 (src/native/abi.rs): a panic never takes Envoy down.
+cargo rustc -p gateway-envoy-filter --lib --profile envoy-native --crate-type cdylib --quiet \
   --features "$features" --target-dir "$target_dir"
-raw=$target_dir/release/libgateway_envoy_filter.so
+raw=$target_dir/envoy-native/libgateway_envoy_filter.so
 
 # The module must export Envoy's entry point and the request hook: Envoy
 # refuses a module without the first, and the second is where it decides.

@@ -197,6 +197,13 @@ pub fn write_plan(
             out.drop_response_field(name)?;
         }
     }
+    // The nonce the client's next proof carries; the upstream's own is not
+    // the gateway's to hand out. Dropped here, with the other response
+    // drops, before any addition (`ABI.md`: the operations in their order).
+    #[cfg(policy_dpop)]
+    if grant.dpop_nonce.is_some() {
+        out.drop_response_field("dpop-nonce")?;
+    }
     if let (true, Some(origin), Some(cors)) =
         (cfg!(policy_cors), cross_origin.allowed(), config.policy.cors.as_ref())
     {
@@ -204,11 +211,8 @@ pub fn write_plan(
     }
     #[cfg(policy_limits)]
     crate::limits::write_policy_fields(out, &grant.keyed(), config)?;
-    // The nonce the client's next proof carries; the upstream's own is not
-    // the gateway's to hand out.
     #[cfg(policy_dpop)]
     if let Some(nonce) = &grant.dpop_nonce {
-        out.drop_response_field("dpop-nonce")?;
         out.add_response_field("dpop-nonce", &[nonce])?;
     }
     Ok(())
@@ -393,6 +397,17 @@ mod tests {
 
     /// The plan for `head` with subject `sub`, split into lines.
     fn plan(head: &str, sub: Option<&str>, hops: u32) -> Vec<String> {
+        let grant = Grant { subject: sub, ..Grant::public(&ROUTE) };
+        plan_with(head, &grant, &config(hops), &CrossOrigin::None)
+    }
+
+    /// The plan for `head` under `grant`, `config` and `cross_origin`, split into lines.
+    fn plan_with(
+        head: &str,
+        grant: &Grant<'_, '_>,
+        config: &Config<'_>,
+        cross_origin: &CrossOrigin<'_>,
+    ) -> Vec<String> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let head = parse(head.as_bytes(), &mut fields).expect("valid head");
         let mut region = std::vec![0u8; 16 << 10];
@@ -401,22 +416,52 @@ mod tests {
             crate::http::target::normalize(head.method, head.target, &mut arena).expect("valid target");
         let mut buf = std::vec![0u8; 16 << 10];
         let mut out = Encoder::new(&mut buf);
-        let grant = Grant { subject: sub, ..Grant::public(&ROUTE) };
         let context = Context { scheme: contract::Scheme::Https, peer: "192.0.2.7", certificate: None };
-        let config = config(hops);
         write_plan(
             &mut out,
-            &grant,
+            grant,
             &head,
             &target,
             &context,
-            &config,
-            &CrossOrigin::None,
+            config,
+            cross_origin,
             &Labels::default(),
             &mut arena,
         )
         .expect("fits");
         String::from_utf8(out.as_bytes().to_vec()).expect("ASCII").split('\n').map(String::from).collect()
+    }
+
+    /// The operations in `ABI.md`'s order, every policy that writes them
+    /// on: the request's drops, its sets, the response's drops, its
+    /// additions.
+    #[test]
+    fn the_operations_are_written_in_their_order() {
+        #[cfg_attr(not(policy_dpop), allow(unused_mut))]
+        let mut grant = Grant { subject: Some("alice"), ..Grant::public(&ROUTE) };
+        #[cfg(policy_dpop)]
+        {
+            grant.dpop_nonce = Some([b'n'; crate::jose::dpop::NONCE_LEN]);
+        }
+        let config = Config {
+            policy: Policy { cors: Some(crate::http::cors::tests::CORS), ..Policy::NONE },
+            ..config(0)
+        };
+        let lines = plan_with(
+            "GET /a HTTP/1.1\r\nHost: gw.example\r\nOrigin: https://app.example\r\n\r\n",
+            &grant,
+            &config,
+            &CrossOrigin::Allowed("https://app.example"),
+        );
+        let text = lines.join("\n");
+        let kinds: Vec<usize> = lines[3..]
+            .iter()
+            .map(|line| "-+!>".find(&line[..1]).unwrap_or_else(|| panic!("an operation: {line}")))
+            .collect();
+        assert!(kinds.is_sorted(), "out of order:\n{text}");
+        assert!(kinds.contains(&2) && kinds.contains(&3), "response drops and additions:\n{text}");
+        #[cfg(policy_dpop)]
+        assert!(text.contains("!dpop-nonce") && text.contains(">dpop-nonce:"), "the nonce:\n{text}");
     }
 
     #[test]

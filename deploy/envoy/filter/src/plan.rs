@@ -90,6 +90,10 @@ impl ResponseEdits {
     }
 }
 
+/// How many of a plan's sets [`apply_forward`] keeps from its one pass over
+/// the plan's lines: more than a forward writes without claim headers.
+const KEPT_SETS: usize = 16;
+
 /// Carries `forward` out on the request's `fields` (`path` is its `:path`
 /// now: the same bytes need no change) and returns what it changes in the
 /// response. With `keeps_responses` false (a build without a response
@@ -106,22 +110,36 @@ pub fn apply_forward<F: Fields>(
         fields.set(":path", forward.path).map_err(PlanError::Host)?;
     }
     let mut edits = ResponseEdits::default();
-    // Two passes over the plan's lines, not one per kind: the drops and
-    // the response's changes (kept for the response), then the sets.
+    // One pass over the plan's lines: the drops now, the response's changes
+    // kept for the response, and the sets kept here to follow every drop
+    // (a plan with more sets than this holds reads its lines again for them).
+    let mut sets = [("", ""); KEPT_SETS];
+    let mut kept = 0;
     for operation in forward.operations() {
         match operation {
             Operation::DropRequestField(name) => fields.remove(name).map_err(PlanError::Host)?,
+            Operation::SetRequestField(name, value) => {
+                if let Some(slot) = sets.get_mut(kept) {
+                    *slot = (name, value);
+                }
+                kept += 1;
+            }
             Operation::DropResponseField(_) | Operation::AddResponseField(..) if !keeps_responses => {
                 return Err(PlanError::ResponseEdits);
             }
             Operation::DropResponseField(name) => edits.drops.push(name.to_owned()),
             Operation::AddResponseField(name, value) => edits.adds.push((name.to_owned(), value.to_owned())),
-            Operation::SetRequestField(..) => {}
         }
     }
-    for operation in forward.operations() {
-        if let Operation::SetRequestField(name, value) = operation {
+    if kept <= KEPT_SETS {
+        for &(name, value) in &sets[..kept] {
             fields.set(name, value).map_err(PlanError::Host)?;
+        }
+    } else {
+        for operation in forward.operations() {
+            if let Operation::SetRequestField(name, value) = operation {
+                fields.set(name, value).map_err(PlanError::Host)?;
+            }
         }
     }
     if limits {
@@ -181,6 +199,30 @@ mod tests {
         assert_eq!(fields.0[0], "set :path: /orders/7", "a changed path is set first");
         let refused = apply_forward(&mut Recorded::default(), &forward, None, false, false);
         assert_eq!(refused, Err(PlanError::ResponseEdits), "no response callback: refused");
+    }
+
+    /// Every set follows every drop, whatever the order of the lines and
+    /// however many sets there are (more than the pass keeps).
+    #[test]
+    fn sets_follow_every_drop_in_the_plans_order() {
+        for sets in [1, KEPT_SETS, KEPT_SETS + 1, 2 * KEPT_SETS + 3] {
+            let mut text = String::from("http://127.0.0.1:9201\n/\n#00ffff000100 -\n-a");
+            let mut expected = vec!["remove a".to_owned(), "remove b".to_owned()];
+            for i in 0..sets {
+                text.push_str(&format!("\n+x-{i}:{i}"));
+                if i == 0 {
+                    // A drop after a set: still carried out before it.
+                    text.push_str("\n-b");
+                }
+            }
+            expected.extend((0..sets).map(|i| format!("set x-{i}: {i}")));
+            expected.push(format!("set {UPSTREAM_HEADER}: http://127.0.0.1:9201"));
+            let decoded = Decision::decode(200, text.as_bytes());
+            let Ok(Decision::Forward(forward)) = decoded else { panic!("a forward: {decoded:?}") };
+            let mut fields = Recorded::default();
+            apply_forward(&mut fields, &forward, Some(b"/"), false, false).expect("applied");
+            assert_eq!(fields.0, expected, "{sets} sets");
+        }
     }
 
     #[test]
