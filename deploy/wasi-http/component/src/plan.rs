@@ -31,16 +31,15 @@ pub fn request_fields(mut fields: Vec<Field>, forward: &Forward<'_>) -> Vec<Fiel
 }
 
 /// The upstream response's fields for the client: less every field the
-/// plan drops, then each field it adds, after the upstream's own.
+/// plan drops, then each field it adds, after the upstream's own. The
+/// drops all come first, whatever the order of the plan's lines, as on
+/// every other host.
 pub fn response_fields(mut fields: Vec<Field>, forward: &Forward<'_>) -> Vec<Field> {
-    for operation in forward.operations() {
-        match operation {
-            Operation::DropResponseField(name) => fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name)),
-            Operation::AddResponseField(name, value) => {
-                fields.push((name.to_owned(), value.as_bytes().to_vec()))
-            }
-            Operation::DropRequestField(_) | Operation::SetRequestField(..) => {}
-        }
+    for name in forward.response_drops() {
+        fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+    }
+    for (name, value) in forward.response_adds() {
+        fields.push((name.to_owned(), value.as_bytes().to_vec()));
     }
     fields
 }
@@ -107,6 +106,19 @@ mod tests {
         assert_eq!(
             response_fields(upstream, &plan),
             fields(&[("content-type", "text/plain"), ("vary", "Accept"), ("vary", "Origin")])
+        );
+    }
+
+    /// The response's drops come before its additions, whatever the order
+    /// of the plan's lines, as every host applies them (`ABI.md`: an
+    /// addition is made after the response drops).
+    #[test]
+    fn the_responses_drops_come_before_its_additions() {
+        let plan = forward("http://10.0.0.5\n/\n#00ffff000000 m\n>vary:Origin\n!vary");
+        let upstream = fields(&[("content-type", "text/plain"), ("vary", "Accept")]);
+        assert_eq!(
+            response_fields(upstream, &plan),
+            fields(&[("content-type", "text/plain"), ("vary", "Origin")])
         );
     }
 
