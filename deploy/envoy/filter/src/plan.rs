@@ -112,7 +112,7 @@ pub fn apply_forward<F: Fields>(
     let mut edits = ResponseEdits::default();
     // One pass over the plan's lines: the drops now, the response's changes
     // kept for the response, and the sets kept here to follow every drop
-    // (a plan with more sets than this holds reads its lines again for them).
+    // (a plan with more sets than this holds reads its lines again for the rest).
     let mut sets = [("", ""); KEPT_SETS];
     let mut kept = 0;
     for operation in forward.operations() {
@@ -131,15 +131,12 @@ pub fn apply_forward<F: Fields>(
             Operation::AddResponseField(name, value) => edits.adds.push((name.to_owned(), value.to_owned())),
         }
     }
-    if kept <= KEPT_SETS {
-        for &(name, value) in &sets[..kept] {
+    for &(name, value) in &sets[..kept.min(KEPT_SETS)] {
+        fields.set(name, value).map_err(PlanError::Host)?;
+    }
+    if kept > KEPT_SETS {
+        for (name, value) in forward.request_sets().skip(KEPT_SETS) {
             fields.set(name, value).map_err(PlanError::Host)?;
-        }
-    } else {
-        for operation in forward.operations() {
-            if let Operation::SetRequestField(name, value) = operation {
-                fields.set(name, value).map_err(PlanError::Host)?;
-            }
         }
     }
     if limits {

@@ -8,7 +8,7 @@ use alloc::borrow::ToOwned;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use contract::{Forward, Operation};
+use contract::Forward;
 
 /// A field as wasi:http lists it: name and value bytes.
 pub type Field = (String, Vec<u8>);
@@ -16,16 +16,12 @@ pub type Field = (String, Vec<u8>);
 /// The upstream request's fields: the client's, less every field the plan
 /// drops, then each field it sets (replacing any of that name), in order.
 pub fn request_fields(mut fields: Vec<Field>, forward: &Forward<'_>) -> Vec<Field> {
-    for operation in forward.operations() {
-        if let Operation::DropRequestField(name) = operation {
-            fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        }
+    for name in forward.request_drops() {
+        fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
     }
-    for operation in forward.operations() {
-        if let Operation::SetRequestField(name, value) = operation {
-            fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-            fields.push((name.to_owned(), value.as_bytes().to_vec()));
-        }
+    for (name, value) in forward.request_sets() {
+        fields.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        fields.push((name.to_owned(), value.as_bytes().to_vec()));
     }
     fields
 }
