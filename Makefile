@@ -180,7 +180,8 @@ bench: worker
 deploy-local: worker
 	bash deploy/workerd/run.sh
 
-## deploy-envoy: the filter in Envoy on loopback, deploy/envoy/envoy.yaml rendered from the config (Ctrl-C stops it)
+## deploy-envoy: the filter in Envoy on loopback, deploy/envoy/envoy.yaml rendered from the config (Ctrl-C stops it);
+## FILTER=native runs the same core as a native dynamic module, built from the same config
 deploy-envoy: worker envoy
 	bash deploy/envoy/run.sh
 

@@ -2,15 +2,17 @@
 // in real Envoy 1.40: the ABI version it was built for is the one Envoy
 // loads it with, a bootstrap naming another is refused at start, and its
 // decisions are counted in Envoy's stats under the filter's names and
-// labels, on a tick. The corpora through it are in testkit/conformance/hosts.test.mjs.
+// labels, on a tick; `make deploy-envoy` runs it with FILTER=native. The
+// corpora through it are in testkit/conformance/hosts.test.mjs.
 //
 //   node --test deploy/envoy/test/native.test.mjs
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { ROOT, freePort, startProcess, waitForPort } from "../../workerd/harness.mjs";
 import { ENVOY, ENVOY_FILTER_BIN, FIXTURE_CONFIG, FIXTURE_NATIVE, envoyNativeReady, startEnvoyNative } from "../harness.mjs";
 
 const skip = process.env.REQUIRE_ENVOY !== "1" && !envoyNativeReady() && "Envoy, envoy-filter or the native fixture missing (make envoy fixture)";
@@ -79,5 +81,56 @@ describe("a bootstrap rendered for another ABI", { skip }, () => {
     assert.notEqual(run.status, 0, "Envoy exited with an error");
     assert.equal(run.signal, null, "Envoy exited by itself, before the timeout");
     assert.match(run.stdout + run.stderr, /gateway abi v0\.1\.0.*refused/);
+  });
+});
+
+describe("make deploy-envoy with FILTER=native", { skip }, () => {
+  const RUN = join(ROOT, "deploy", "envoy", "run.sh");
+  let dir;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), "gateway-deploy-envoy-"));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** deploy/envoy/run.sh with `env` on top of the test's environment. */
+  const run = (env) => spawnSync("bash", [RUN], { encoding: "utf8", timeout: 60000, env: { ...process.env, ...env } });
+
+  test("runs Envoy with the native module it names, counted under the module's stats", async () => {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const proc = startProcess("bash", [RUN], {
+      env: {
+        ...process.env,
+        FILTER: "native",
+        NATIVE: FIXTURE_NATIVE.forwarding,
+        GATEWAY_CONFIG: FIXTURE_CONFIG,
+        LISTEN: `127.0.0.1:${port}`,
+        ADMIN: `127.0.0.1:${adminPort}`,
+        ENVOY_YAML: join(dir, "envoy.yaml"),
+      },
+    });
+    try {
+      await waitForPort(proc, port, "deploy/envoy/run.sh (FILTER=native)");
+      const response = await fetch(`http://127.0.0.1:${port}/orders/1`);
+      assert.equal(response.status, 401);
+      assert.equal(response.headers.get("www-authenticate"), 'Bearer realm="fixture"', "the fixture's module answered");
+      assert.match(proc.output(), /envoy with the native module on http:\/\/127\.0\.0\.1:\d+/);
+      assert.match(proc.output(), /grep \^envoy_dynamicmodulescustom_gateway_/, "it names the module's stats");
+      assert.ok(readFileSync(join(dir, "envoy.yaml"), "utf8").includes("envoy.filters.http.dynamic_modules"));
+      await waitForPort(proc, adminPort, "its admin interface");
+      assert.match(await admin(adminPort, "/stats/prometheus"), /^envoy_dynamicmodulescustom_gateway_denied_total\{\} /m);
+    } finally {
+      await proc.stop();
+    }
+  });
+
+  test("an unknown FILTER or a missing module is refused in one line, before Envoy starts", () => {
+    const yaml = join(dir, "refused.yaml");
+    const bogus = run({ FILTER: "sandbox", ENVOY_YAML: yaml });
+    assert.equal(bogus.status, 1);
+    assert.equal(bogus.stderr, "error: FILTER is wasm or native, not 'sandbox'\n");
+    const missing = run({ FILTER: "native", NATIVE: join(dir, "libnone.so"), ENVOY_YAML: yaml });
+    assert.equal(missing.status, 1);
+    assert.equal(missing.stderr, `error: NATIVE=${join(dir, "libnone.so")}: no such module\n`);
+    assert.ok(!existsSync(yaml), "nothing was rendered");
   });
 });
