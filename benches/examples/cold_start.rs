@@ -214,10 +214,17 @@ fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
     v[v.len() / 2]
 }
 
+/// The commands, for a call that names none or too few arguments.
+const USAGE: &str = "usage: cold_start steps CWASM ROUNDS VARIANT... | cold_start loop CWASM RUNS VARIANT \
+                     (variants: the example's doc comment)";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let Some(rounds) = args.get(3).and_then(|n| n.parse::<usize>().ok()).filter(|_| args.len() > 4) else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
     let path = Path::new(&args[2]);
-    let rounds: usize = args[3].parse().unwrap();
     let variants = &args[4..];
     let (head, now) = valid_request();
     match args[1].as_str() {
@@ -265,6 +272,9 @@ fn main() {
                 cold(&variants[0], path, head.as_bytes(), now);
             }
         }
-        other => panic!("steps|loop, not {other}"),
+        other => {
+            eprintln!("cold_start: no command {other:?}\n{USAGE}");
+            std::process::exit(2);
+        }
     }
 }

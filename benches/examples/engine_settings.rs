@@ -160,10 +160,20 @@ fn requests() -> (Vec<testkit::mix::Request>, f64, String) {
 }
 use testkit::mix::Mix;
 
+/// The commands, for a call that names none or too few arguments.
+const USAGE: &str = "usage: engine_settings cold|warm|compile|checks|load|pre|faults WASM ROUNDS [N] [VARIANT...] \
+                     (the example's doc comment says what each takes)";
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let wasm = std::fs::read(&args[2]).unwrap();
-    let rounds: usize = args[3].parse().unwrap();
+    let Some(rounds) = args.get(3).and_then(|n| n.parse::<usize>().ok()) else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
+    let wasm = std::fs::read(&args[2]).unwrap_or_else(|e| {
+        eprintln!("engine_settings: {}: {e}", args[2]);
+        std::process::exit(2);
+    });
     let (reqs, now, valid) = requests();
     match args[1].as_str() {
         "cold" => {
@@ -397,6 +407,9 @@ fn main() {
                 );
             }
         }
-        _ => panic!("cold|warm|compile"),
+        other => {
+            eprintln!("engine_settings: no command {other:?}\n{USAGE}");
+            std::process::exit(2);
+        }
     }
 }
