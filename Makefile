@@ -182,7 +182,7 @@ deploy-local: worker
 
 ## deploy-envoy: the filter in Envoy on loopback, deploy/envoy/envoy.yaml rendered from the config (Ctrl-C stops it);
 ## FILTER=native runs the same core as a native dynamic module, built from the same config
-deploy-envoy: worker envoy
+deploy-envoy: $(if $(filter native,$(FILTER)),,worker) envoy
 	bash deploy/envoy/run.sh
 
 ## deploy-wasi-http: the wasi:http component in `wasmtime serve` on loopback (Ctrl-C stops it);
