@@ -218,11 +218,17 @@ fn median<T: Ord + Copy>(mut v: Vec<T>) -> T {
 const USAGE: &str = "usage: cold_start steps CWASM ROUNDS VARIANT... | cold_start loop CWASM RUNS VARIANT \
                      (variants: the example's doc comment)";
 
+/// Leaves with the usage: a call without the arguments its command needs.
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(2);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    // Every command takes a file, a count and at least one variant.
     let Some(rounds) = args.get(3).and_then(|n| n.parse::<usize>().ok()).filter(|_| args.len() > 4) else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
+        usage()
     };
     let path = Path::new(&args[2]);
     let variants = &args[4..];
@@ -273,8 +279,8 @@ fn main() {
             }
         }
         other => {
-            eprintln!("cold_start: no command {other:?}\n{USAGE}");
-            std::process::exit(2);
+            eprintln!("cold_start: no command {other:?}");
+            usage()
         }
     }
 }

@@ -164,12 +164,16 @@ use testkit::mix::Mix;
 const USAGE: &str = "usage: engine_settings cold|warm|compile|checks|load|pre|faults WASM ROUNDS [N] [VARIANT...] \
                      (the example's doc comment says what each takes)";
 
+/// Leaves with the usage: a call without an argument its command needs.
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(2);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let Some(rounds) = args.get(3).and_then(|n| n.parse::<usize>().ok()) else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
-    };
+    let number = |i: usize| args.get(i).and_then(|n| n.parse::<usize>().ok()).unwrap_or_else(|| usage());
+    let rounds = number(3);
     let wasm = std::fs::read(&args[2]).unwrap_or_else(|e| {
         eprintln!("engine_settings: {}: {e}", args[2]);
         std::process::exit(2);
@@ -254,7 +258,7 @@ fn main() {
             }
         }
         "warm" => {
-            let n: usize = args[4].parse().unwrap();
+            let n = number(4);
             let variants = &args[5..];
             let runtimes: Vec<Runtime> = variants
                 .iter()
@@ -379,7 +383,7 @@ fn main() {
                 let rest = &stat[stat.rfind(')').unwrap() + 2..];
                 rest.split(' ').nth(7).unwrap().parse().unwrap()
             };
-            let v = &args[4];
+            let v = args.get(4).unwrap_or_else(|| usage());
             let path = scratch(&format!("{v}.cwasm"));
             let (e0, _) = setup(v, 1);
             std::fs::write(&path, Module::new(&e0, &wasm).unwrap().serialize().unwrap()).unwrap();
@@ -408,8 +412,8 @@ fn main() {
             }
         }
         other => {
-            eprintln!("engine_settings: no command {other:?}\n{USAGE}");
-            std::process::exit(2);
+            eprintln!("engine_settings: no command {other:?}");
+            usage()
         }
     }
 }
